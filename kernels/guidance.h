@@ -1,0 +1,11 @@
+// Classifier-free guidance combine, exactly as upstream forward_with_cfg.
+#pragma once
+
+namespace dit::cpu {
+
+// out [2B, C, S, S] holds the model output of the doubled batch (cond rows, then uncond rows);
+// in place, channels [0, guided_channels) of both halves become
+// uncond + scale * (cond - uncond); the other channels are left as they are.
+void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels = 3);
+
+}  // namespace dit::cpu

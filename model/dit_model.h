@@ -1,0 +1,50 @@
+// The engine's public API: one interface for every backend (cpu, cuda).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "model/config.h"
+#include "model/sampler.h"
+#include "model/tensor.h"
+#include "model/weights.h"
+
+namespace dit {
+
+enum class Backend { cpu, cuda };
+enum class Precision { fp32, tf32, fp16, bf16 };  // fp32 = TF32 off, the golden path
+const char* backend_name(Backend backend);
+const char* precision_name(Precision precision);
+Backend parse_backend(const std::string& name);      // throws dit::Error
+Precision parse_precision(const std::string& name);  // throws dit::Error
+
+class DitModel {
+ public:
+  virtual ~DitModel() = default;
+  virtual const ModelConfig& config() const = 0;
+  virtual Backend backend() const = 0;
+  virtual Precision precision() const = 0;
+
+  // model(x, t, y): x [B, C, S, S], t [B] (original timesteps), y [B] (num_classes = null);
+  // returns [B, out_channels, S, S].
+  virtual Tensor forward(const Tensor& x, std::span<const int64_t> t,
+                         std::span<const int64_t> y) = 0;
+  // Upstream forward_with_cfg: x [2B, ...]; only x[:B] is used (run twice); y holds the B real
+  // labels then B null labels; channels 0-2 get uncond + s * (cond - uncond) in both halves,
+  // channels 3.. keep each half's own output.
+  virtual Tensor forward_with_cfg(const Tensor& x, std::span<const int64_t> t,
+                                  std::span<const int64_t> y, float cfg_scale) = 0;
+  // Final latents [N, C, S, S] for N = request.class_labels.size() images (the first half of
+  // the guided batch). The default runs the host loop of sampler.cpp over forward_with_cfg;
+  // a backend may run the whole loop on its device instead (same result).
+  virtual Tensor sample(const SampleRequest& request, const ProgressFn& progress = {});
+};
+
+// Throws dit::Error (device) when the backend is not built in or no GPU is usable.
+std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
+                                     const DitWeights& weights,
+                                     Precision precision = Precision::fp32);
+
+}  // namespace dit

@@ -1,0 +1,62 @@
+// A memory-mapped safetensors reader and a writer. The reader validates everything before
+// handing out a byte: header length, JSON, dtypes, shapes, offsets (in range, no overlaps, no
+// gaps past the end) and sizes; every problem is a dit::Error naming the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/tensor.h"
+
+namespace dit {
+
+enum class DType { F64, F32, F16, BF16, I64 };
+
+const char* dtype_name(DType dtype);  // "F32"
+size_t dtype_size(DType dtype);       // bytes per element
+
+struct TensorView {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> bytes;  // inside the mapping; valid while the file lives
+  int64_t numel() const { return Tensor::count(shape); }
+};
+
+class SafetensorsFile {
+ public:
+  // Maps and validates `path`. Throws dit::Error (io or invalid_file).
+  static SafetensorsFile open(const std::string& path);
+  // Validates an in-memory image (the fuzz target and tests use this). The buffer is copied.
+  static SafetensorsFile from_bytes(std::span<const std::byte> bytes, std::string label = "<memory>");
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  bool contains(const std::string& name) const { return tensors_.count(name) != 0; }
+  // Throws dit::Error naming the missing tensor.
+  const TensorView& at(const std::string& name) const;
+  // Converts any floating dtype (and I64) to float32; throws when `expected_shape` is given
+  // and differs.
+  Tensor to_float(const std::string& name, const std::vector<int64_t>& expected_shape = {}) const;
+  std::vector<int64_t> to_int64(const std::string& name) const;
+  std::vector<double> to_double(const std::string& name) const;
+
+ private:
+  struct Storage;
+  std::shared_ptr<Storage> storage_;
+  std::string path_;
+  std::map<std::string, std::string> metadata_;
+  std::map<std::string, TensorView> tensors_;
+};
+
+// Writes float32 tensors (and optional string metadata) to `path` atomically: a temporary file
+// in the same directory, fsync, rename. Throws dit::Error on failure, leaving `path` untouched.
+void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace dit

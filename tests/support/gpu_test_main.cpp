@@ -1,0 +1,28 @@
+// GoogleTest main for tests that need a GPU. Without a usable GPU it exits with 77 (CTest's
+// SKIP_RETURN_CODE for `gpu` tests, so the skip is counted as a skip, not a pass), or fails
+// when DIT_REQUIRE_GPU=1, as the GPU presets set. Listing tests works without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
+
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    const char* why = status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device";
+    const char* require = std::getenv("DIT_REQUIRE_GPU");
+    if (require && std::strcmp(require, "1") == 0) {
+      std::fprintf(stderr, "FAIL: this test needs a GPU (%s) and DIT_REQUIRE_GPU=1 is set\n", why);
+      return 1;
+    }
+    std::printf("SKIP: no usable GPU (%s); set DIT_REQUIRE_GPU=1 to make this a failure\n", why);
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,7 @@
+// GoogleTest main for tests that need no GPU.
+#include <gtest/gtest.h>
+
+int main(int argc, char** argv) {
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,19 @@
+#!/bin/sh
+# Installs the Debian 12 packages the project builds and tests with. Run as root (or with sudo).
+# The CUDA toolkit (nvcc, cuBLAS, cuDNN, NCCL) is not a Debian package: without it the CPU
+# backend, the driver and every CPU test still build.
+set -eu
+packages="cmake ninja-build ccache g++ clang libclang-rt-14-dev pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev
+  libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; else sudo=""; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -q
+  # shellcheck disable=SC2086
+  $sudo apt-get install -y -q --no-install-recommends $missing
+fi

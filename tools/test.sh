@@ -1,0 +1,16 @@
+#!/bin/sh
+# Every test that needs no GPU: installs what is needed, then builds and tests with the `ci`
+# workflow preset (CUDA code compiled and linked for sm_86, GPU tests skipping themselves)
+# when nvcc is present, else the `cpu` one; then the fuzz preset (corpus replay and a bounded
+# fuzzing run).
+set -eu
+cd "$(dirname "$0")/.."
+sh tools/install-deps.sh
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="$PATH:/usr/local/cuda/bin"
+  cmake --workflow --preset ci
+else
+  echo "nvcc not found: building the CPU backend only (CUDA code not compiled)"
+  cmake --workflow --preset cpu
+fi
+cmake --workflow --preset fuzz
