@@ -1,0 +1,55 @@
+// The SD VAE decoder (sd-vae-ft-ema / sd-vae-ft-mse architecture): latents [N, 4, s, s] ->
+// images [N, 3, 8s, 8s] in [-1, 1] (before clamping). Weights by diffusers' key names, or the
+// original LDM names; seeded random weights when none are given.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/dit_model.h"
+#include "model/tensor.h"
+
+namespace dit {
+
+struct VaeConfig {
+  int latent_channels = 4;
+  std::vector<int> block_out_channels{128, 256, 512, 512};
+  int layers_per_block = 2;
+  int norm_num_groups = 32;
+  float norm_eps = 1e-6f;
+  int out_channels = 3;
+  // Throws dit::Error naming the inconsistent field.
+  void validate() const;
+};
+
+// The real decoder's configuration (the default above) and a small one for CPU demos and CI.
+VaeConfig sd_vae_config();
+VaeConfig tiny_vae_config();
+// From the JSON kept in the vae_tiny vectors' __metadata__.config.
+VaeConfig vae_config_from_json(const std::string& json_text);
+
+struct VaeWeights {
+  std::map<std::string, Tensor> tensors;  // float32, diffusers names
+  const Tensor& at(const std::string& name) const;
+  // Diffusers names, or the original LDM names (converted on load). Checks shapes.
+  static VaeWeights load(const std::string& path, const VaeConfig& config);
+  static VaeWeights random(const VaeConfig& config, uint64_t seed);
+};
+
+class VaeDecoder {
+ public:
+  virtual ~VaeDecoder() = default;
+  virtual const VaeConfig& config() const = 0;
+  // z [N, latent_channels, s, s], already divided by the scaling factor (0.18215) ->
+  // [N, 3, 8s, 8s] (decoder(post_quant_conv(z))).
+  virtual Tensor decode(const Tensor& z) = 0;
+};
+
+std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config,
+                                             const VaeWeights& weights,
+                                             Precision precision = Precision::fp32);
+
+}  // namespace dit
