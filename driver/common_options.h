@@ -1,0 +1,30 @@
+// Options every dit-ar subcommand shares, and the exit codes it returns.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "driver/config.h"
+
+namespace dit::ar {
+
+inline constexpr int kExitKeep = 0;         // success; for experiments: KEEP
+inline constexpr int kExitSetupError = 2;   // bad input, bad config, wrong repository state
+inline constexpr int kExitDiscard = 3;      // DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
+
+inline constexpr const char* kDefaultConfigPath = "config/autoresearch.json";
+
+struct CommonOptions {
+  std::string config_path = kDefaultConfigPath;  // relative paths are taken from the repository root
+  std::string repository;                        // empty: discovered upwards from the current folder
+  bool json = false;                             // print JSON instead of the readable report
+};
+
+// The repository's working-tree root: --repo when given, else discovered from the current
+// folder. Throws dit::Error(invalid_argument) outside a git repository.
+std::filesystem::path resolve_repository_root(const CommonOptions& options);
+
+// Loads and validates the config named by --config (relative to the repository root).
+Config load_session_config(const CommonOptions& options);
+
+}  // namespace dit::ar

@@ -1,0 +1,114 @@
+// dit::ar::Config: the session contract read from config/autoresearch.json (lanes, paths,
+// objective, timeouts, quantization policy), validated with errors that name the field.
+// Every dit-ar subcommand loads it through load_config(); config/README.md documents the file.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dit::ar {
+
+// Which way the objective improves.
+enum class Direction { lower, higher };
+
+// The benchmark whose statistic a lane optimises. `benchmark` is the binary's path relative to
+// the build directory; `name` selects the Google Benchmark entry (its run_name or name).
+struct Objective {
+  std::string benchmark;               // e.g. "bench/bench_e2e"
+  std::vector<std::string> arguments;  // extra arguments for every run of the binary
+  std::string name;                    // e.g. "BM_E2E/256"
+  std::string metric = "real_time";    // a JSON field of the entry: real_time, cpu_time or a counter
+  std::string unit = "ms";             // the unit times are converted to (ns, us, ms, s)
+  Direction direction = Direction::lower;
+  // The run directory file holding the quality render's output hash, compared with the hash
+  // the benchmark reports (label "hash=<hex>" or a "hash" counter) when both exist.
+  std::string expected_hash_file = "quality/output_hash.txt";
+};
+
+// Regression limits, in percent, for the secondary measures. "step" is against the current
+// best, "total" against the baseline. An empty counter name means "derive from the samples"
+// (p95) or "not measured" (peak memory).
+struct Guardrails {
+  double p95_step_percent = 5.0;
+  double p95_total_percent = 10.0;
+  double peak_memory_step_percent = 5.0;
+  double peak_memory_total_percent = 10.0;
+  std::string p95_counter;          // a benchmark counter that already is a p95, if any
+  std::string peak_memory_counter;  // a benchmark counter in bytes, e.g. "peak_device_bytes"
+};
+
+// One objective lane: how to build and test it, and what counts as better.
+struct Lane {
+  std::string name;
+  std::string description;
+  std::string configure_preset;
+  std::string build_preset;
+  std::vector<std::string> test_presets;  // run in order; their results are merged
+  std::string build_dir;                  // relative to the source tree, e.g. "build/a5500"
+  Objective objective;
+  double min_improvement_percent = 1.0;
+  int repetitions = 9;  // interleaved runs per side in the performance gate (at least 9)
+  Guardrails guardrails;
+};
+
+// Wall-clock limits per stage, in seconds. A stage that runs past its limit has its whole
+// process group killed and the experiment is a CRASH.
+struct Timeouts {
+  int configure = 600;
+  int build = 3600;
+  int test = 7200;
+  int record_baseline = 3600;
+};
+
+struct QuantizationPolicy {
+  bool allowed = true;  // whether `--classification quantization` is accepted in this session
+};
+
+struct Config {
+  std::filesystem::path path;         // the file it was read from
+  std::filesystem::path source_dir;   // the repository's working tree (the config's anchor)
+  std::string project;
+  std::filesystem::path state_dir;    // absolute; the file holds it relative to source_dir
+  std::string branch_prefix = "autoresearch/";
+  std::string default_lane;
+  std::vector<std::string> mutable_paths;  // repository-relative; a trailing "/" marks a folder
+  std::vector<std::string> fixed_paths;
+  std::string contract;                    // repository-relative path of the quality contract
+  std::string knowledge_dir;               // repository-relative; the handbook `index` reads
+  Timeouts timeouts;
+  QuantizationPolicy quantization;
+  // Commands run once by `baseline` after its build, before its tests, to record the golden
+  // outputs and baseline scores. Placeholders: {source_dir} {build_dir} {run_dir}
+  // {baseline_dir} {state_dir} {lane}.
+  std::vector<std::vector<std::string>> record_baseline_commands;
+  std::map<std::string, Lane> lanes;
+
+  const Lane& lane(const std::string& name) const;  // throws dit::Error naming the known lanes
+};
+
+// Reads and validates the file. Relative paths inside are anchored at `source_dir`.
+// Throws dit::Error(invalid_file) naming the file, the field and what is wrong, or
+// dit::Error(io) when the file cannot be read.
+Config load_config(const std::filesystem::path& path, const std::filesystem::path& source_dir);
+
+// Same, from already parsed JSON (used by tests and by load_config).
+Config parse_config(const nlohmann::json& document, const std::filesystem::path& path,
+                    const std::filesystem::path& source_dir);
+
+// The lane as the JSON the performance gate reads from the run directory (lane.json), with
+// the effective minimum improvement (possibly raised by the A/A noise measurement).
+nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_percent);
+Lane lane_from_json(const nlohmann::json& document, const std::string& where);
+
+// True when `path` (repository-relative, "/" separated) lies inside `prefix` (a file, or a
+// folder with or without its trailing "/").
+bool path_within(const std::string& path, const std::string& prefix);
+
+std::string to_string(Direction direction);
+
+}  // namespace dit::ar

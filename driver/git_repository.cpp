@@ -1,0 +1,346 @@
+// libgit2 behind GitRepository. Every libgit2 call is checked; failures become dit::Error with
+// libgit2's own message and the operation that failed.
+#include "driver/git_repository.h"
+
+#include <git2.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <map>
+
+#include "driver/files.h"
+#include "model/error.h"
+
+namespace dit::ar {
+
+namespace {
+
+struct LibraryInit {
+  LibraryInit() { git_libgit2_init(); }
+  ~LibraryInit() { git_libgit2_shutdown(); }
+};
+
+void ensure_initialised() { static LibraryInit init; }
+
+void check(int code, const std::string& what) {
+  if (code >= 0) return;
+  const git_error* error = git_error_last();
+  throw Error(ErrorKind::io, "git: " + what + ": " + (error && error->message ? error->message : "unknown error"));
+}
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* pointer) const { Free(pointer); }
+};
+template <typename T, void (*Free)(T*)>
+using Owned = std::unique_ptr<T, Deleter<T, Free>>;
+
+using Commit = Owned<git_commit, git_commit_free>;
+using Tree = Owned<git_tree, git_tree_free>;
+using TreeEntry = Owned<git_tree_entry, git_tree_entry_free>;
+using Reference = Owned<git_reference, git_reference_free>;
+using Object = Owned<git_object, git_object_free>;
+using Blob = Owned<git_blob, git_blob_free>;
+using Diff = Owned<git_diff, git_diff_free>;
+using StatusList = Owned<git_status_list, git_status_list_free>;
+using Signature = Owned<git_signature, git_signature_free>;
+using Note = Owned<git_note, git_note_free>;
+
+std::string to_hex(const git_oid* id) {
+  char text[GIT_OID_HEXSZ + 1] = {};
+  git_oid_tostr(text, sizeof text, id);
+  return text;
+}
+
+git_oid parse_id(const std::string& hex) {
+  git_oid id;
+  if (hex.size() != GIT_OID_HEXSZ || git_oid_fromstr(&id, hex.c_str()) != 0) {
+    throw Error(ErrorKind::invalid_argument, "not a full commit id: '" + hex + "'");
+  }
+  return id;
+}
+
+Commit lookup_commit(git_repository* repository, const std::string& hex) {
+  git_oid id = parse_id(hex);
+  git_commit* commit = nullptr;
+  check(git_commit_lookup(&commit, repository, &id), "look up commit " + hex);
+  return Commit(commit);
+}
+
+Tree commit_tree(git_commit* commit) {
+  git_tree* tree = nullptr;
+  check(git_commit_tree(&tree, commit), "read the tree of a commit");
+  return Tree(tree);
+}
+
+Signature driver_signature(git_repository* repository) {
+  git_signature* signature = nullptr;
+  if (git_signature_default(&signature, repository) < 0) {
+    check(git_signature_now(&signature, "dit-ar", "dit-ar@localhost"), "make a signature");
+  }
+  return Signature(signature);
+}
+
+}  // namespace
+
+GitRepository::GitRepository(const std::filesystem::path& workdir) {
+  ensure_initialised();
+  check(git_repository_open_ext(&repository_, workdir.c_str(), 0, nullptr),
+        "open the repository at " + workdir.string());
+  if (git_repository_is_bare(repository_)) {
+    git_repository_free(repository_);
+    throw Error(ErrorKind::invalid_argument, workdir.string() + " is a bare repository (a working tree is needed)");
+  }
+}
+
+GitRepository::~GitRepository() { git_repository_free(repository_); }
+
+std::filesystem::path GitRepository::discover_workdir(const std::filesystem::path& start) {
+  ensure_initialised();
+  git_repository* repository = nullptr;
+  if (git_repository_open_ext(&repository, start.c_str(), 0, nullptr) < 0) {
+    throw Error(ErrorKind::invalid_argument,
+                "not inside a git repository: " + start.string() + " (run dit-ar from the project's checkout or pass --repo)");
+  }
+  const char* workdir = git_repository_workdir(repository);
+  std::string result = workdir ? workdir : "";
+  git_repository_free(repository);
+  if (result.empty()) throw Error(ErrorKind::invalid_argument, start.string() + " is a bare repository");
+  while (result.size() > 1 && result.back() == '/') result.pop_back();
+  return result;
+}
+
+std::filesystem::path GitRepository::workdir() const {
+  std::string text = git_repository_workdir(repository_);
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return text;
+}
+
+std::optional<std::string> GitRepository::current_branch() const {
+  if (git_repository_head_detached(repository_) == 1) return std::nullopt;
+  git_reference* head = nullptr;
+  int code = git_repository_head(&head, repository_);
+  if (code == GIT_EUNBORNBRANCH || code == GIT_ENOTFOUND) return std::nullopt;
+  check(code, "read HEAD");
+  Reference owned(head);
+  if (!git_reference_is_branch(head)) return std::nullopt;
+  return std::string(git_reference_shorthand(head));
+}
+
+std::string GitRepository::head_commit() const {
+  git_oid id;
+  check(git_reference_name_to_id(&id, repository_, "HEAD"), "resolve HEAD");
+  return to_hex(&id);
+}
+
+std::vector<std::string> GitRepository::dirty_paths() const {
+  git_status_options options = GIT_STATUS_OPTIONS_INIT;
+  options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
+  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
+                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  git_status_list* list = nullptr;
+  check(git_status_list_new(&list, repository_, &options), "read the working tree status");
+  StatusList owned(list);
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < git_status_list_entrycount(list); ++i) {
+    const git_status_entry* entry = git_status_byindex(list, i);
+    if (entry->status == GIT_STATUS_CURRENT || (entry->status & GIT_STATUS_IGNORED)) continue;
+    const git_diff_delta* delta = entry->head_to_index ? entry->head_to_index : entry->index_to_workdir;
+    if (delta) paths.push_back(delta->new_file.path ? delta->new_file.path : delta->old_file.path);
+  }
+  return paths;
+}
+
+bool GitRepository::is_ignored(const std::string& repository_path) const {
+  int ignored = 0;
+  check(git_ignore_path_is_ignored(&ignored, repository_, repository_path.c_str()), "check .gitignore");
+  return ignored == 1;
+}
+
+std::vector<std::string> GitRepository::parents(const std::string& commit) const {
+  Commit owned = lookup_commit(repository_, commit);
+  std::vector<std::string> ids;
+  for (unsigned i = 0; i < git_commit_parentcount(owned.get()); ++i) {
+    ids.push_back(to_hex(git_commit_parent_id(owned.get(), i)));
+  }
+  return ids;
+}
+
+std::string GitRepository::summary(const std::string& commit) const {
+  Commit owned = lookup_commit(repository_, commit);
+  const char* text = git_commit_summary(owned.get());
+  return text ? text : "";
+}
+
+bool GitRepository::is_descendant_of(const std::string& commit, const std::string& ancestor) const {
+  git_oid commit_id = parse_id(commit);
+  git_oid ancestor_id = parse_id(ancestor);
+  int result = git_graph_descendant_of(repository_, &commit_id, &ancestor_id);
+  check(result, "compare the histories of " + short_id(commit) + " and " + short_id(ancestor));
+  return result == 1;
+}
+
+std::vector<std::string> GitRepository::changed_paths(const std::string& from_commit,
+                                                      const std::string& to_commit) const {
+  Commit from = lookup_commit(repository_, from_commit);
+  Commit to = lookup_commit(repository_, to_commit);
+  Tree from_tree = commit_tree(from.get());
+  Tree to_tree = commit_tree(to.get());
+  git_diff* diff = nullptr;
+  check(git_diff_tree_to_tree(&diff, repository_, from_tree.get(), to_tree.get(), nullptr), "diff two commits");
+  Diff owned(diff);
+  std::set<std::string> paths;
+  for (std::size_t i = 0; i < git_diff_num_deltas(diff); ++i) {
+    const git_diff_delta* delta = git_diff_get_delta(diff, i);
+    if (delta->old_file.path) paths.insert(delta->old_file.path);
+    if (delta->new_file.path) paths.insert(delta->new_file.path);
+  }
+  return {paths.begin(), paths.end()};
+}
+
+std::optional<std::string> GitRepository::entry_id(const std::string& commit,
+                                                   const std::string& repository_path) const {
+  Commit owned = lookup_commit(repository_, commit);
+  Tree tree = commit_tree(owned.get());
+  std::string path = repository_path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  if (path.empty()) return to_hex(git_tree_id(tree.get()));
+  git_tree_entry* entry = nullptr;
+  int code = git_tree_entry_bypath(&entry, tree.get(), path.c_str());
+  if (code == GIT_ENOTFOUND) return std::nullopt;
+  check(code, "look up " + path + " in " + short_id(commit));
+  TreeEntry owned_entry(entry);
+  return to_hex(git_tree_entry_id(entry));
+}
+
+std::optional<std::string> GitRepository::resolve_reference(const std::string& name) const {
+  git_oid id;
+  int code = git_reference_name_to_id(&id, repository_, name.c_str());
+  if (code == GIT_ENOTFOUND) return std::nullopt;
+  check(code, "resolve " + name);
+  return to_hex(&id);
+}
+
+std::optional<std::string> GitRepository::resolve_revision(const std::string& revision) const {
+  git_object* object = nullptr;
+  if (git_revparse_single(&object, repository_, revision.c_str()) < 0) return std::nullopt;
+  Object owned(object);
+  git_object* peeled = nullptr;
+  if (git_object_peel(&peeled, object, GIT_OBJECT_COMMIT) < 0) return std::nullopt;
+  Object owned_peeled(peeled);
+  return to_hex(git_object_id(peeled));
+}
+
+void GitRepository::set_reference(const std::string& name, const std::string& commit, const std::string& log_message) {
+  git_oid id = parse_id(commit);
+  git_reference* reference = nullptr;
+  check(git_reference_create(&reference, repository_, name.c_str(), &id, 1, log_message.c_str()),
+        "point " + name + " at " + short_id(commit));
+  git_reference_free(reference);
+}
+
+std::vector<std::string> GitRepository::references_matching(const std::string& glob) const {
+  std::vector<std::string> names;
+  auto collect = [](const char* name, void* payload) -> int {
+    static_cast<std::vector<std::string>*>(payload)->push_back(name);
+    return 0;
+  };
+  check(git_reference_foreach_glob(repository_, glob.c_str(), collect, &names), "list references " + glob);
+  return names;
+}
+
+void GitRepository::reset_hard(const std::string& commit) {
+  Commit owned = lookup_commit(repository_, commit);
+  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  checkout.checkout_strategy = GIT_CHECKOUT_FORCE;
+  check(git_reset(repository_, reinterpret_cast<git_object*>(owned.get()), GIT_RESET_HARD, &checkout),
+        "reset the branch to " + short_id(commit));
+}
+
+void GitRepository::write_note(const std::string& notes_ref, const std::string& commit, const std::string& text) {
+  git_oid target = parse_id(commit);
+  Signature signature = driver_signature(repository_);
+  git_oid note_id;
+  check(git_note_create(&note_id, repository_, notes_ref.c_str(), signature.get(), signature.get(), &target,
+                        text.c_str(), 1),
+        "write the note on " + short_id(commit));
+}
+
+std::optional<std::string> GitRepository::read_note(const std::string& notes_ref, const std::string& commit) const {
+  git_oid target = parse_id(commit);
+  git_note* note = nullptr;
+  int code = git_note_read(&note, repository_, notes_ref.c_str(), &target);
+  if (code == GIT_ENOTFOUND) return std::nullopt;
+  check(code, "read the note on " + short_id(commit));
+  Note owned(note);
+  return std::string(git_note_message(note));
+}
+
+void GitRepository::export_tree(const std::string& commit, const std::filesystem::path& folder,
+                                const std::set<std::string>& keep) const {
+  namespace fs = std::filesystem;
+  Commit owned = lookup_commit(repository_, commit);
+  Tree tree = commit_tree(owned.get());
+
+  struct Walk {
+    git_repository* repository;
+    std::map<std::string, std::pair<git_oid, git_filemode_t>> files;
+  } walk{repository_, {}};
+  auto visit = [](const char* root, const git_tree_entry* entry, void* payload) -> int {
+    auto* state = static_cast<Walk*>(payload);
+    git_filemode_t mode = git_tree_entry_filemode(entry);
+    if (mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE || mode == GIT_FILEMODE_LINK) {
+      state->files[std::string(root) + git_tree_entry_name(entry)] = {*git_tree_entry_id(entry), mode};
+    }
+    return 0;
+  };
+  check(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &walk), "walk the tree of " + short_id(commit));
+
+  fs::create_directories(folder);
+  for (const auto& [path, entry] : walk.files) {
+    const auto& [id, mode] = entry;
+    git_blob* blob = nullptr;
+    check(git_blob_lookup(&blob, repository_, &id), "read " + path);
+    Blob owned_blob(blob);
+    std::string content(static_cast<const char*>(git_blob_rawcontent(blob)),
+                        static_cast<std::size_t>(git_blob_rawsize(blob)));
+    fs::path target = folder / path;
+    fs::create_directories(target.parent_path());
+    if (mode == GIT_FILEMODE_LINK) {
+      std::error_code ignored;
+      if (fs::is_symlink(fs::symlink_status(target)) && fs::read_symlink(target) == content) continue;
+      fs::remove_all(target, ignored);
+      fs::create_symlink(content, target);
+      continue;
+    }
+    bool executable = mode == GIT_FILEMODE_BLOB_EXECUTABLE;
+    std::error_code status_error;
+    auto status = fs::symlink_status(target, status_error);
+    if (fs::is_regular_file(status)) {
+      bool same_mode = ((status.permissions() & fs::perms::owner_exec) != fs::perms::none) == executable;
+      if (same_mode && read_text_file(target) == content) continue;
+    } else if (fs::exists(status)) {
+      fs::remove_all(target);
+    }
+    write_file_atomic(target, content);
+    fs::permissions(target, executable ? fs::perms(0755) : fs::perms(0644));
+  }
+
+  // Remove what the tree no longer holds (the kept top-level folders aside).
+  std::vector<fs::path> stale;
+  for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
+    std::string relative = fs::relative(it->path(), folder).generic_string();
+    std::string top = relative.substr(0, relative.find('/'));
+    if (keep.count(top)) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory() && !it->is_symlink()) continue;
+    if (!walk.files.count(relative)) stale.push_back(it->path());
+  }
+  for (const auto& path : stale) fs::remove(path);
+}
+
+std::string short_id(const std::string& commit) { return commit.substr(0, 8); }
+
+}  // namespace dit::ar
