@@ -1,0 +1,122 @@
+// VaeWeights: loading (diffusers or LDM names), shape checks, and seeded random weights.
+#include <cmath>
+#include <set>
+
+#include "model/error.h"
+#include "model/safetensors.h"
+#include "model/vae.h"
+#include "model/vae_layout.h"
+
+namespace dit {
+
+const Tensor& VaeWeights::at(const std::string& name) const {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) throw Error(ErrorKind::invalid_argument, "VAE weights: no tensor " + name);
+  return it->second;
+}
+
+static bool is_decoder_parameter(const std::string& name) {
+  return name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0;
+}
+
+VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
+  const auto shapes = vae::parameter_shapes(config);
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  const bool diffusers = file.contains("decoder.mid_block.resnets.0.conv1.weight");
+  const bool ldm = file.contains("decoder.mid.block_1.conv1.weight");
+  if (!diffusers && !ldm)
+    throw Error(ErrorKind::invalid_file,
+                path + ": not a VAE decoder checkpoint (neither decoder.mid_block.resnets.0.conv1.weight "
+                       "(diffusers) nor decoder.mid.block_1.conv1.weight (LDM) is present)");
+  VaeWeights weights;
+  std::set<std::string> used;
+  for (const auto& [name, shape] : shapes) {
+    const std::string stored = diffusers ? name : vae::ldm_name(name, config);
+    if (!file.contains(stored))
+      throw Error(ErrorKind::invalid_file, path + ": missing tensor " + stored + " (shape " +
+                                               shape_string(shape) + ") for this VAE config");
+    std::vector<int64_t> expected = shape;
+    // LDM's attention projections are 1x1 convolutions: [C, C, 1, 1] instead of [C, C].
+    const bool as_conv = !diffusers && shape.size() == 2 && name.find("attentions.0.to_") != std::string::npos;
+    if (as_conv) expected = {shape[0], shape[1], 1, 1};
+    Tensor tensor;
+    try {
+      tensor = file.to_float(stored, expected);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::invalid_file, path + ": tensor " + stored + ": " + e.what());
+    }
+    tensor.shape = shape;
+    weights.tensors.emplace(name, std::move(tensor));
+    used.insert(stored);
+  }
+  for (const auto& [stored, view] : file.tensors())
+    if (is_decoder_parameter(stored) && !used.count(stored))
+      throw Error(ErrorKind::invalid_file, path + ": unexpected tensor " + stored +
+                                               " (the checkpoint does not match the VAE config)");
+  return weights;
+}
+
+namespace {
+
+// A counter-based generator (splitmix64) per tensor, keyed by the seed and the tensor's name,
+// so every tensor's values depend on nothing else.
+class NamedNormal {
+ public:
+  NamedNormal(uint64_t seed, const std::string& name) : state_(seed) {
+    for (unsigned char c : name) state_ = (state_ ^ c) * 0x100000001b3ull;  // FNV-1a style mix
+  }
+  double operator()() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;          // [0, 1)
+    const double radius = std::sqrt(-2.0 * std::log(u1));
+    spare_ = radius * std::sin(2.0 * M_PI * u2);
+    has_spare_ = true;
+    return radius * std::cos(2.0 * M_PI * u2);
+  }
+
+ private:
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+  double spare_ = 0;
+  bool has_spare_ = false;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+// Weights ~ N(0, 1/fan_in) keep activations of unit scale through the depth of the decoder;
+// norm gains near 1 and small biases make every parameter matter.
+VaeWeights VaeWeights::random(const VaeConfig& config, uint64_t seed) {
+  VaeWeights weights;
+  for (const auto& [name, shape] : vae::parameter_shapes(config)) {
+    Tensor tensor(shape);
+    NamedNormal normal(seed, name);
+    const bool is_norm = name.find("norm") != std::string::npos;
+    double mean = 0, std = 0.05;
+    if (is_norm && ends_with(name, ".weight")) {
+      mean = 1.0;
+      std = 0.1;
+    } else if (ends_with(name, ".weight")) {
+      int64_t fan_in = 1;
+      for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
+      std = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    }
+    for (float& v : tensor.data) v = static_cast<float>(mean + std * normal());
+    weights.tensors.emplace(name, std::move(tensor));
+  }
+  return weights;
+}
+
+}  // namespace dit
