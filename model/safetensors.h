@@ -1,8 +1,14 @@
 // A memory-mapped safetensors reader and a writer. The reader validates everything before
 // handing out a byte: header length, JSON, dtypes, shapes, offsets (in range, no overlaps, no
-// gaps past the end) and sizes; every problem is a dit::Error naming the file and the tensor.
+// holes, nothing past the last tensor) and sizes; every problem is a dit::Error naming the file
+// and the tensor or field.
+//
+// Format (huggingface/safetensors): an 8-byte little-endian header length N, N bytes of a JSON
+// object {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}},
+// then the data; offsets are relative to the first byte after the header.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,6 +24,14 @@ enum class DType { F64, F32, F16, BF16, I64 };
 
 const char* dtype_name(DType dtype);  // "F32"
 size_t dtype_size(DType dtype);       // bytes per element
+
+// IEEE binary16 and bfloat16 from and to float32 bit patterns. Widening is exact (subnormals,
+// infinities and NaN payloads kept); narrowing rounds to nearest even, overflows to infinity
+// and keeps NaN a NaN.
+float f16_bits_to_float(uint16_t bits);
+uint16_t float_to_f16_bits(float value);
+float bf16_bits_to_float(uint16_t bits);
+uint16_t float_to_bf16_bits(float value);
 
 struct TensorView {
   std::string name;
@@ -43,11 +57,15 @@ class SafetensorsFile {
   // Converts any floating dtype (and I64) to float32; throws when `expected_shape` is given
   // and differs.
   Tensor to_float(const std::string& name, const std::vector<int64_t>& expected_shape = {}) const;
+  // I64 as is; a floating tensor only when every value is an integer that fits in int64.
   std::vector<int64_t> to_int64(const std::string& name) const;
+  // Any dtype; I64 values beyond 2^53 round to the nearest double.
   std::vector<double> to_double(const std::string& name) const;
 
  private:
   struct Storage;
+  void parse_header();
+
   std::shared_ptr<Storage> storage_;
   std::string path_;
   std::map<std::string, std::string> metadata_;
@@ -55,8 +73,23 @@ class SafetensorsFile {
 };
 
 // Writes float32 tensors (and optional string metadata) to `path` atomically: a temporary file
-// in the same directory, fsync, rename. Throws dit::Error on failure, leaving `path` untouched.
+// in the same directory, fsync, rename. Values are stored as `dtype` (F64, F32, F16 or BF16),
+// keys sorted, the data section 8-byte aligned, tensors packed in key order. Throws dit::Error
+// on failure, leaving `path` untouched.
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {},
+                       DType dtype = DType::F32);
+
+// A tensor in its stored form: numel(shape) * dtype_size(dtype) little-endian bytes.
+struct TensorBytes {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+// As write_safetensors, for tensors already encoded in any dtype (I64 included).
+void write_safetensors_bytes(const std::string& path,
+                             const std::map<std::string, TensorBytes>& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace dit
