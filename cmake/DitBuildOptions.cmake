@@ -16,6 +16,7 @@ if(DIT_SANITIZE)
 endif()
 
 if(DIT_WITH_CUDA)
-  set(CMAKE_CUDA_STANDARD 20)
-  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  # CMake 3.25 has no CUDA20 dialect for nvcc ("does not know the flags to enable it"), so the
+  # standard is passed to nvcc directly instead of through CMAKE_CUDA_STANDARD.
+  target_compile_options(dit_build_options INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20>)
 endif()

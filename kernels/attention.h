@@ -8,3 +8,17 @@ namespace dit::cpu {
 void attention(const float* qkv, float* out, int B, int T, int H, int hd);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::attention, for any head size and dtype (float32 scores, softmax and sums): one
+// block per (query, head, batch). The correctness reference for the fast kernels.
+// qkv [B, T, 3, H, hd] -> out [B, T, H, hd], both in `dtype`.
+void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
+                     cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

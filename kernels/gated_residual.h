@@ -8,3 +8,15 @@ void gated_residual(float* x, const float* y, const float* gate, int gate_stride
                     int B, int T, int D);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::gated_residual on device float32 pointers: x [B, T, D] += gate [B, D] * y [B, T, D].
+void gated_residual(float* x, const float* y, const float* gate, int gate_stride, int B, int T, int D,
+                    cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

@@ -9,3 +9,15 @@ namespace dit::cpu {
 void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels = 3);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::guidance_combine on a device float32 buffer.
+void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels,
+                      cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

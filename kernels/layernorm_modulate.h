@@ -10,3 +10,17 @@ void layernorm_modulate(const float* x, const float* shift, const float* scale, 
                         float* out, int B, int T, int D, float eps = 1e-6f);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::layernorm_modulate with float32 statistics: x [B, T, D] f32, shift/scale f32
+// rows of stride mod_stride -> out [B, T, D] in `out_dtype` (the next GEMM's operand type).
+void layernorm_modulate(const float* x, const float* shift, const float* scale, int mod_stride,
+                        void* out, DeviceDtype out_dtype, int B, int T, int D, float eps,
+                        cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

@@ -9,3 +9,15 @@ void patch_embed(const float* x, const float* weight, const float* bias, const f
                  float* out, int B, int C, int S, int p, int D);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::patch_embed, on device float32 pointers.
+void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed,
+                 float* out, int B, int C, int S, int p, int D, cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

@@ -41,3 +41,17 @@ void ddim_step(float* x, const float* model_out, const float* noise, int N, int 
                const StepCoefficients& k, float eta);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::ddpm_step / ddim_step on device float32 pointers.
+void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
+               const StepCoefficients& k, cudaStream_t stream);
+void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
+               const StepCoefficients& k, float eta, cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

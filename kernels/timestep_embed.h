@@ -10,3 +10,14 @@ namespace dit::cpu {
 void timestep_embed(const int64_t* t, float* out, int B, int dim = 256, float max_period = 10000.0f);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::timestep_embed: t [B] (device int64) -> out [B, dim] (device float32).
+void timestep_embed(const int64_t* t, float* out, int B, int dim, float max_period, cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

@@ -8,3 +8,14 @@ namespace dit::cpu {
 void unpatchify(const float* tokens, float* out, int B, int g, int p, int C);
 
 }  // namespace dit::cpu
+
+#if defined(DIT_WITH_CUDA)
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::unpatchify on device float32 pointers.
+void unpatchify(const float* tokens, float* out, int B, int g, int p, int C, cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif
