@@ -309,7 +309,9 @@ void SafetensorsFile::parse_header() {
   std::map<std::string, TensorView> tensors;
   std::map<std::string, std::string> metadata;
 
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    const std::string& name = item.key();
+    const Json& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) throw invalid("__metadata__ is " + json_type(entry) + ", not an object of strings");
       for (const auto& [key, value] : entry.items()) {
