@@ -30,15 +30,17 @@ std::string upper(std::string_view text) {
 }  // namespace
 
 int64_t ModelConfig::parameter_count() const {
-  // Trainable parameters as upstream counts them: pos_embed is a fixed buffer, not counted.
+  // As upstream's train.py counts model.parameters(): the frozen pos_embed included
+  // (DiT-XL/2 at 256: 675,129,632).
   const int64_t D = hidden_size, M = mlp_hidden(), P = patch_size;
+  const int64_t positions = static_cast<int64_t>(tokens()) * D;
   const int64_t patch = D * in_channels * P * P + D;
   const int64_t timestep = 256 * D + D + D * D + D;
   const int64_t labels = (num_classes + 1) * D;
   const int64_t block = (6 * D * D + 6 * D) + (3 * D * D + 3 * D) + (D * D + D) + (M * D + M) +
                         (D * M + D);
   const int64_t final_layer = (2 * D * D + 2 * D) + (P * P * out_channels() * D + P * P * out_channels());
-  return patch + timestep + labels + depth * block + final_layer;
+  return positions + patch + timestep + labels + depth * block + final_layer;
 }
 
 void ModelConfig::validate() const {
