@@ -1,0 +1,120 @@
+// Fixed during a session (the performance harness).
+// CPU-backend benchmarks of a small model, so that the bench-smoke label runs everywhere, CI
+// included: one forward pass of DiT-S/8 at 256 (16 tokens), a guided forward pass, and a short
+// DDPM sampling run. Each iteration gets fresh inputs from a new seed; times are wall-clock
+// around the call (the CPU backend runs on OpenMP threads, so CPU time would mislead).
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "bench/support/bench_support.h"
+#include "bench/support/model_costs.h"
+#include "model/dit_model.h"
+
+namespace {
+
+constexpr const char* kModel = "DiT-S/8";
+constexpr int kImageSize = 256;
+constexpr uint64_t kWeightsSeed = 20261129;
+
+// One model per process: building the random weights takes longer than a forward pass.
+dit::DitModel& cpu_model() {
+  static std::unique_ptr<dit::DitModel> model = [] {
+    const dit::ModelConfig config = dit::model_config(kModel, kImageSize);
+    return dit::make_model(dit::Backend::cpu, config, dit::DitWeights::random(config, kWeightsSeed));
+  }();
+  return *model;
+}
+
+struct Inputs {
+  dit::Tensor x;
+  std::vector<int64_t> t, y;
+};
+
+// Latents from N(0, 1), timesteps in [0, 1000), labels in [0, num_classes] (the null class too).
+Inputs fresh_inputs(const dit::ModelConfig& config, int batch, uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal;
+  Inputs inputs{dit::Tensor({batch, config.in_channels, config.input_size, config.input_size}), {}, {}};
+  for (float& value : inputs.x.data) value = normal(generator);
+  for (int i = 0; i < batch; ++i) {
+    inputs.t.push_back(static_cast<int64_t>(generator() % 1000));
+    inputs.y.push_back(static_cast<int64_t>(generator() % (config.num_classes + 1)));
+  }
+  return inputs;
+}
+
+template <typename F>
+double wall_seconds(F&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void BM_CpuForward(benchmark::State& state) {
+  dit::DitModel& model = cpu_model();
+  const int batch = static_cast<int>(state.range(0));
+  dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
+                                 dit::bench::forward_flops(model.config(), batch));
+  uint64_t seed = 1;
+  for (auto _ : state) {
+    const Inputs inputs = fresh_inputs(model.config(), batch, seed++);
+    dit::Tensor out;
+    const double seconds = wall_seconds([&] { out = model.forward(inputs.x, inputs.t, inputs.y); });
+    benchmark::DoNotOptimize(out.data.data());
+    state.SetIterationTime(seconds);
+    rates.add(seconds);
+  }
+  rates.publish(state);
+}
+BENCHMARK(BM_CpuForward)->ArgName("batch")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+void BM_CpuForwardWithCfg(benchmark::State& state) {
+  dit::DitModel& model = cpu_model();
+  const int images = static_cast<int>(state.range(0));
+  dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
+                                 dit::bench::forward_flops(model.config(), 2 * images));
+  uint64_t seed = 1;
+  for (auto _ : state) {
+    Inputs inputs = fresh_inputs(model.config(), 2 * images, seed++);
+    for (int i = 0; i < images; ++i) {
+      inputs.t[images + i] = inputs.t[i];
+      inputs.y[images + i] = model.config().null_class();
+    }
+    dit::Tensor out;
+    const double seconds = wall_seconds(
+        [&] { out = model.forward_with_cfg(inputs.x, inputs.t, inputs.y, 4.0f); });
+    benchmark::DoNotOptimize(out.data.data());
+    state.SetIterationTime(seconds);
+    rates.add(seconds);
+  }
+  rates.publish(state);
+}
+BENCHMARK(BM_CpuForwardWithCfg)->ArgName("images")->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// A 5-step guided DDPM run of one image: the sampler loop, noise and guidance on the CPU.
+void BM_CpuSample(benchmark::State& state) {
+  dit::DitModel& model = cpu_model();
+  const int steps = static_cast<int>(state.range(0));
+  uint64_t seed = 1;
+  for (auto _ : state) {
+    dit::SampleRequest request;
+    request.class_labels = {static_cast<int>(seed % 1000)};
+    request.seeds = {seed++};
+    request.steps = steps;
+    request.cfg_scale = 4.0f;
+    dit::Tensor latents;
+    const double seconds = wall_seconds([&] { latents = model.sample(request); });
+    benchmark::DoNotOptimize(latents.data.data());
+    state.SetIterationTime(seconds);
+  }
+  state.counters["steps"] = steps;
+}
+BENCHMARK(BM_CpuSample)->ArgName("steps")->Arg(5)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace

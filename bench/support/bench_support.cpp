@@ -1,0 +1,263 @@
+#include "bench/support/bench_support.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
+
+namespace dit::bench {
+namespace {
+
+struct OptionRecord {
+  std::string help;
+  std::string default_value;
+  std::optional<std::string> given;
+};
+
+std::map<std::string, OptionRecord>& option_registry() {
+  static std::map<std::string, OptionRecord> registry;
+  return registry;
+}
+
+BeforeBenchmarks& before_benchmarks_hook() {
+  static BeforeBenchmarks hook;
+  return hook;
+}
+
+std::string environment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::string(value) : std::string();
+}
+
+bool has_flag(const std::vector<std::string>& arguments, const std::string& flag) {
+  return std::any_of(arguments.begin(), arguments.end(), [&](const std::string& a) {
+    return a == flag || a.rfind(flag + "=", 0) == 0;
+  });
+}
+
+// Output of a short shell command, trimmed; empty when it fails.
+std::string command_output(const std::string& command) {
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {};
+  std::string out;
+  std::array<char, 256> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe)) out += buffer.data();
+  if (pclose(pipe) != 0) return {};
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+void print_usage(const char* program) {
+  std::printf("%s: a DiT AutoResearch benchmark suite (Google Benchmark flags apply).\n", program);
+  const auto help = option_help();
+  if (!help.empty()) std::printf("Suite options:\n");
+  for (const auto& [name, text] : help) std::printf("  --%s=VALUE  %s\n", name.c_str(), text.c_str());
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Options
+
+Option::Option(std::string name, std::string help, std::string default_value) : name_(std::move(name)) {
+  option_registry()[name_] = OptionRecord{std::move(help), std::move(default_value), std::nullopt};
+}
+
+const std::string& Option::value() const {
+  const OptionRecord& record = option_registry().at(name_);
+  return record.given ? *record.given : record.default_value;
+}
+
+bool Option::given() const { return option_registry().at(name_).given.has_value(); }
+
+std::map<std::string, std::string> option_help() {
+  std::map<std::string, std::string> help;
+  for (const auto& [name, record] : option_registry()) {
+    help[name] = record.help + (record.default_value.empty() ? "" : " (default " + record.default_value + ")");
+  }
+  return help;
+}
+
+ParsedArguments split_arguments(const std::vector<std::string>& arguments,
+                                const std::vector<std::string>& option_names) {
+  ParsedArguments parsed;
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& argument = arguments[i];
+    bool matched = false;
+    if (i > 0 && argument.rfind("--", 0) == 0) {
+      for (const std::string& name : option_names) {
+        const std::string flag = "--" + name;
+        if (argument.rfind(flag + "=", 0) == 0) {
+          parsed.values[name] = argument.substr(flag.size() + 1);
+          matched = true;
+        } else if (argument == flag) {
+          if (i + 1 >= arguments.size()) throw std::invalid_argument(flag + " needs a value");
+          parsed.values[name] = arguments[++i];
+          matched = true;
+        }
+        if (matched) break;
+      }
+    }
+    if (!matched) parsed.remaining.push_back(argument);
+  }
+  return parsed;
+}
+
+std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name,
+                                             const char* default_dir) {
+  if (!bench_name || !*bench_name) return std::nullopt;
+  const std::string file = std::string(bench_name) + ".json";
+  if (run_dir && *run_dir) return (std::filesystem::path(run_dir) / "bench" / file).string();
+  if (default_dir && *default_dir) return (std::filesystem::path(default_dir) / file).string();
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context
+
+std::string commit_description() {
+  const std::string from_environment = environment("DIT_COMMIT");
+  if (!from_environment.empty()) return from_environment;
+  const std::string described =
+      command_output("git -C '" DIT_SOURCE_DIR "' describe --always --dirty --tags 2>/dev/null");
+  return described.empty() ? "unknown (no git history; set DIT_COMMIT)" : described;
+}
+
+Context build_context() {
+  std::array<char, 256> host{};
+  gethostname(host.data(), host.size() - 1);
+  return {
+      {"dit_commit", commit_description()},
+      {"dit_build_type", DIT_BUILD_TYPE},
+      {"dit_cuda_architectures", DIT_CUDA_ARCHITECTURES},
+      {"dit_build_dir", DIT_BUILD_DIR},
+      {"dit_compiler", DIT_COMPILER},
+      {"dit_host", host.data()},
+  };
+}
+
+void set_before_benchmarks(BeforeBenchmarks hook) { before_benchmarks_hook() = std::move(hook); }
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+int run_main(int argc, char** argv, const DeviceProbe& probe) {
+  std::vector<std::string> arguments(argv, argv + argc);
+  if (has_flag(arguments, "--help")) {
+    print_usage(argv[0]);
+    benchmark::Initialize(&argc, argv);  // prints Benchmark's own help and exits
+    return 0;
+  }
+
+  std::vector<std::string> option_names;
+  for (const auto& [name, record] : option_registry()) option_names.push_back(name);
+  ParsedArguments parsed;
+  try {
+    parsed = split_arguments(arguments, option_names);
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    return 2;
+  }
+  for (const auto& [name, value] : parsed.values) option_registry()[name].given = value;
+
+  std::vector<std::string> benchmark_arguments = parsed.remaining;
+  if (!has_flag(benchmark_arguments, "--benchmark_out") &&
+      !has_flag(benchmark_arguments, "--benchmark_list_tests")) {
+    const auto path = default_json_path(std::getenv("DIT_RUN_DIR"), std::getenv("DIT_BENCH_NAME"),
+                                        std::getenv("DIT_BENCH_DEFAULT_DIR"));
+    if (path) {
+      std::error_code error;
+      std::filesystem::create_directories(std::filesystem::path(*path).parent_path(), error);
+      if (error) {
+        std::fprintf(stderr, "%s: cannot create the directory of %s: %s\n", argv[0], path->c_str(),
+                     error.message().c_str());
+        return 2;
+      }
+      benchmark_arguments.push_back("--benchmark_out=" + *path);
+      std::printf("benchmark JSON: %s\n", path->c_str());
+    }
+  }
+  if (has_flag(benchmark_arguments, "--benchmark_out") &&
+      !has_flag(benchmark_arguments, "--benchmark_out_format")) {
+    benchmark_arguments.push_back("--benchmark_out_format=json");
+  }
+
+  std::vector<char*> benchmark_argv;
+  for (std::string& argument : benchmark_arguments) benchmark_argv.push_back(argument.data());
+  benchmark_argv.push_back(nullptr);
+  int benchmark_argc = static_cast<int>(benchmark_arguments.size());
+  benchmark::Initialize(&benchmark_argc, benchmark_argv.data());
+  if (benchmark::ReportUnrecognizedArguments(benchmark_argc, benchmark_argv.data())) return 2;
+
+  const bool listing = has_flag(benchmark_arguments, "--benchmark_list_tests");
+  Context context = build_context();
+  if (probe && !listing) {
+    const std::optional<std::string> no_gpu = probe(context);
+    if (no_gpu) {
+      if (environment("DIT_REQUIRE_GPU") == "1") {
+        std::fprintf(stderr, "FAIL: this benchmark needs a GPU (%s) and DIT_REQUIRE_GPU=1 is set\n",
+                     no_gpu->c_str());
+        return 1;
+      }
+      std::printf("SKIP: no usable GPU (%s); set DIT_REQUIRE_GPU=1 to make this a failure\n",
+                  no_gpu->c_str());
+      return 77;
+    }
+  }
+  for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
+
+  try {
+    if (before_benchmarks_hook() && !listing) {
+      if (const std::optional<int> exit_code = before_benchmarks_hook()()) return *exit_code;
+    }
+    benchmark::RunSpecifiedBenchmarks();
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    return 1;
+  }
+  benchmark::Shutdown();
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counters and aggregates
+
+void RateCounters::publish(benchmark::State& state) const {
+  using benchmark::Counter;
+  state.counters["bytes"] = Counter(bytes_, Counter::kDefaults, Counter::kIs1024);
+  state.counters["flops"] = Counter(flops_);
+  if (seconds_ > 0) {
+    const double per_second = static_cast<double>(iterations_) / seconds_;
+    state.counters["bytes_per_second"] = Counter(bytes_ * per_second, Counter::kDefaults, Counter::kIs1024);
+    state.counters["flops_per_second"] = Counter(flops_ * per_second);
+  }
+}
+
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return std::nan("");
+  std::sort(values.begin(), values.end());
+  const double position = std::clamp(q, 0.0, 1.0) * static_cast<double>(values.size() - 1);
+  const size_t below = static_cast<size_t>(std::floor(position));
+  const size_t above = std::min(below + 1, values.size() - 1);
+  const double fraction = position - static_cast<double>(below);
+  return values[below] + fraction * (values[above] - values[below]);
+}
+
+benchmark::internal::Benchmark* with_percentiles(benchmark::internal::Benchmark* b) {
+  return b->ComputeStatistics("p50", [](const std::vector<double>& v) { return quantile(v, 0.50); })
+      ->ComputeStatistics("p95", [](const std::vector<double>& v) { return quantile(v, 0.95); });
+}
+
+void set_bytes_counter(benchmark::State& state, const std::string& name, double bytes) {
+  state.counters[name] = benchmark::Counter(bytes, benchmark::Counter::kDefaults, benchmark::Counter::kIs1024);
+}
+
+}  // namespace dit::bench

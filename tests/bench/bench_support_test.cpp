@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "bench/support/bench_support.h"
+#include "bench/support/model_costs.h"
+#include "bench/support/sha256.h"
+#include "model/config.h"
+
+namespace dit::bench {
+namespace {
+
+std::span<const std::byte> bytes_of(const std::string& text) {
+  return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+TEST(SplitArguments, TakesDeclaredOptionsInBothFormsAndLeavesTheRest) {
+  const ParsedArguments parsed = split_arguments(
+      {"bench_forward", "--weights=/w.safetensors", "--benchmark_filter=256", "--precision", "bf16",
+       "--benchmark_min_time=0.01"},
+      {"weights", "precision"});
+  EXPECT_EQ(parsed.remaining,
+            (std::vector<std::string>{"bench_forward", "--benchmark_filter=256", "--benchmark_min_time=0.01"}));
+  EXPECT_EQ(parsed.values.at("weights"), "/w.safetensors");
+  EXPECT_EQ(parsed.values.at("precision"), "bf16");
+}
+
+TEST(SplitArguments, DoesNotMatchAPrefixOfALongerFlag) {
+  const ParsedArguments parsed = split_arguments({"b", "--weightsfile=x", "--steps=3"}, {"weights", "steps"});
+  EXPECT_EQ(parsed.remaining, (std::vector<std::string>{"b", "--weightsfile=x"}));
+  EXPECT_EQ(parsed.values.at("steps"), "3");
+  EXPECT_EQ(parsed.values.count("weights"), 0u);
+}
+
+TEST(SplitArguments, RejectsAnOptionWithoutValue) {
+  EXPECT_THROW(split_arguments({"b", "--weights"}, {"weights"}), std::invalid_argument);
+}
+
+TEST(DefaultJsonPath, PrefersTheRunDirectoryThenTheDefaultDirectory) {
+  EXPECT_EQ(default_json_path("/runs/7", "bench_e2e", "/build/bench-results"),
+            std::optional<std::string>("/runs/7/bench/bench_e2e.json"));
+  EXPECT_EQ(default_json_path(nullptr, "bench_e2e", "/build/bench-results"),
+            std::optional<std::string>("/build/bench-results/bench_e2e.json"));
+  EXPECT_EQ(default_json_path("", "bench_e2e", "/d"), std::optional<std::string>("/d/bench_e2e.json"));
+}
+
+TEST(DefaultJsonPath, WritesNothingForRunsThatAreNotPerfRuns) {
+  EXPECT_EQ(default_json_path("/runs/7", nullptr, "/d"), std::nullopt);  // smoke runs
+  EXPECT_EQ(default_json_path("/runs/7", "", "/d"), std::nullopt);
+  EXPECT_EQ(default_json_path(nullptr, "bench_e2e", nullptr), std::nullopt);
+}
+
+TEST(Quantile, InterpolatesBetweenOrderStatistics) {
+  EXPECT_DOUBLE_EQ(quantile({3, 1, 2}, 0.5), 2.0);
+  EXPECT_DOUBLE_EQ(quantile({4, 1, 3, 2}, 0.5), 2.5);
+  // numpy.percentile(range(1, 11), 95) == 9.55
+  EXPECT_NEAR(quantile({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.95), 9.55, 1e-12);
+  EXPECT_DOUBLE_EQ(quantile({5}, 0.95), 5.0);
+  EXPECT_TRUE(std::isnan(quantile({}, 0.5)));
+}
+
+TEST(Sha256, MatchesTheFipsExamples) {
+  EXPECT_EQ(sha256_hex(bytes_of("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256_hex(bytes_of("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256_hex(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(Sha256, HashesInPiecesAsInOneGo) {
+  const std::string text(1000, 'a');  // crosses several 64-byte blocks and the padding edge
+  Sha256 pieces;
+  pieces.update(bytes_of(text.substr(0, 63)));
+  pieces.update(bytes_of(text.substr(63, 2)));
+  pieces.update(bytes_of(text.substr(65)));
+  Sha256 whole;
+  whole.update(bytes_of(text));
+  EXPECT_EQ(pieces.finish(), whole.finish());
+  EXPECT_EQ(sha256_hex(bytes_of(std::string(1000000, 'a'))),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(ModelCosts, DitXl2ForwardMatchesThePublishedCount) {
+  // FACTS.md: about 119 G multiply-accumulates per sample at 256 and 525 G at 512.
+  EXPECT_NEAR(forward_macs_per_sample(model_config("DiT-XL/2", 256)) / 1e9, 119.0, 1.5);
+  EXPECT_NEAR(forward_macs_per_sample(model_config("DiT-XL/2", 512)) / 1e9, 525.0, 6.0);
+  EXPECT_DOUBLE_EQ(forward_flops(model_config("DiT-XL/2", 256), 2),
+                   4.0 * forward_macs_per_sample(model_config("DiT-XL/2", 256)));
+}
+
+TEST(ModelCosts, WeightBytesFollowThePrecision) {
+  const ModelConfig config = model_config("DiT-XL/2", 256);
+  EXPECT_NEAR(weight_bytes(config, Precision::fp16) / 1e9, 1.35, 0.02);
+  EXPECT_DOUBLE_EQ(weight_bytes(config, Precision::fp32), 2.0 * weight_bytes(config, Precision::bf16));
+}
+
+}  // namespace
+}  // namespace dit::bench
