@@ -1,0 +1,590 @@
+// Every CUDA kernel (kernels/*.cu) and the cuBLASLt linear layer against the CPU reference in
+// kernels/*.cpp, table-driven: each case is named after its parameters
+// (`attention/CudaAttention.matches_reference/b2_h16_n256_d72_fp16`), runs on fresh random
+// inputs (DIT_TEST_SEED replays a failure), poisons its outputs first and checks every element
+// was written. Inputs of 16-bit cases are rounded to that dtype before the reference sees them,
+// so the bound measures the kernel, not the input rounding. Each case prints its error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/activations.h"
+#include "kernels/attention.h"
+#include "kernels/class_embed.h"
+#include "kernels/gated_residual.h"
+#include "kernels/guidance.h"
+#include "kernels/layernorm_modulate.h"
+#include "kernels/linear.h"
+#include "kernels/noise.h"
+#include "kernels/patch_embed.h"
+#include "kernels/sampler_step.h"
+#include "kernels/timestep_embed.h"
+#include "kernels/unpatchify.h"
+#include "model/cublaslt_gemm.h"
+#include "model/sampler.h"
+#include "model/schedule.h"
+#include "tests/cuda/device_tensor.h"
+
+namespace dit {
+namespace {
+
+using cuda::DeviceDtype;
+using std::vector;
+using test::DeviceTensor;
+
+// Normwise bounds per output dtype: float32 storage with float32 accumulation against a
+// float64 reference; one fp16 rounding is 4.9e-4 relative, one bf16 rounding 3.9e-3.
+constexpr double kF32Bound = 1e-5;
+constexpr double kF16Bound = 2e-3;
+constexpr double kBF16Bound = 1e-2;
+constexpr double kElementwiseF32Bound = 1e-6;  // one float32 rounding of each element
+
+double bound_for(DeviceDtype dtype) {
+  switch (dtype) {
+    case DeviceDtype::f32: return kF32Bound;
+    case DeviceDtype::f16: return kF16Bound;
+    case DeviceDtype::bf16: return kBF16Bound;
+  }
+  return 0;
+}
+
+void expect_close(const std::string& name, const vector<float>& out, size_t never_written,
+                  const vector<double>& ref, double bound, uint64_t seed) {
+  const test::Comparison c = test::compare(out, ref);
+  std::printf("  %-44s relative error %.3e (bound %.1e), max abs %.3e, seed %llu\n", name.c_str(),
+              c.relative_error, bound, c.max_abs_error, static_cast<unsigned long long>(seed));
+  EXPECT_EQ(never_written, 0u) << name << ": " << never_written << " of " << out.size()
+                               << " outputs never written (seed " << seed << ")";
+  EXPECT_LE(c.relative_error, bound) << name << " (seed " << seed << "): " << c.describe(out, ref);
+}
+
+// --- patch_embed --------------------------------------------------------------------------------
+
+struct PatchEmbedCase {
+  int B, C, S, p, D;
+  std::string name() const {
+    return "b" + std::to_string(B) + "_c" + std::to_string(C) + "_s" + std::to_string(S) + "_p" +
+           std::to_string(p) + "_d" + std::to_string(D);
+  }
+};
+
+class CudaPatchEmbed : public testing::TestWithParam<PatchEmbedCase> {};
+
+TEST_P(CudaPatchEmbed, matches_reference) {
+  const PatchEmbedCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int T = (k.S / k.p) * (k.S / k.p);
+  const vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.C * k.S * k.S, seed);
+  const vector<float> w = test::random_normal(static_cast<size_t>(k.D) * k.C * k.p * k.p, seed + 1, 0.2f);
+  const vector<float> bias = test::random_normal(k.D, seed + 2);
+  const vector<float> pos = test::random_normal(static_cast<size_t>(T) * k.D, seed + 3);
+  vector<float> ref(static_cast<size_t>(k.B) * T * k.D);
+  cpu::patch_embed(x.data(), w.data(), bias.data(), pos.data(), ref.data(), k.B, k.C, k.S, k.p, k.D);
+
+  DeviceTensor dx(x), dw(w), db(bias), dpos(pos), dout(ref.size());
+  dout.poison();
+  cuda::patch_embed(dx.f32(), dw.f32(), db.f32(), dpos.f32(), dout.f32(), k.B, k.C, k.S, k.p, k.D, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("patch_embed/" + k.name(), out, unwritten, test::to_double(ref), kF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(patch_embed, CudaPatchEmbed,
+                         testing::Values(PatchEmbedCase{2, 4, 32, 2, 1152}, PatchEmbedCase{3, 4, 8, 2, 64},
+                                         PatchEmbedCase{1, 4, 16, 4, 96}, PatchEmbedCase{2, 4, 64, 8, 72},
+                                         PatchEmbedCase{2, 4, 64, 2, 1152}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- timestep_embed -----------------------------------------------------------------------------
+
+class CudaTimestepEmbed : public testing::TestWithParam<int> {};
+
+TEST_P(CudaTimestepEmbed, matches_reference) {
+  const int dim = GetParam();
+  const vector<int64_t> t = {0, 1, 7, 250, 421, 999, 500, 998};
+  const int B = static_cast<int>(t.size());
+  vector<float> ref(static_cast<size_t>(B) * dim);
+  cpu::timestep_embed(t.data(), ref.data(), B, dim, 10000.0f);
+  test::DeviceArray<int64_t> dt(t);
+  DeviceTensor dout(ref.size());
+  dout.poison();
+  cuda::timestep_embed(dt.data(), dout.f32(), B, dim, 10000.0f, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("timestep_embed/dim" + std::to_string(dim), out, unwritten, test::to_double(ref),
+               kElementwiseF32Bound, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(timestep_embed, CudaTimestepEmbed, testing::Values(256, 255, 64),
+                         [](const auto& info) { return "dim" + std::to_string(info.param); });
+
+// --- layernorm_modulate -------------------------------------------------------------------------
+
+struct LayerNormCase {
+  int B, T, D;
+  DeviceDtype dtype;
+  std::string name() const {
+    return "b" + std::to_string(B) + "_t" + std::to_string(T) + "_d" + std::to_string(D) + "_" +
+           test::dtype_suffix(dtype);
+  }
+};
+
+class CudaLayerNormModulate : public testing::TestWithParam<LayerNormCase> {};
+
+TEST_P(CudaLayerNormModulate, matches_reference) {
+  const LayerNormCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int stride = 6 * k.D;  // shift and scale are slices of an adaLN output row
+  vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.T * k.D, seed, 2.0f);
+  for (float& v : x) v += 3.0f;  // an offset mean: a one-pass variance would lose digits here
+  const vector<float> modulation = test::random_normal(static_cast<size_t>(k.B) * stride, seed + 1, 0.5f);
+  const float* shift = modulation.data() + 3 * k.D;
+  const float* scale = modulation.data() + 4 * k.D;
+  vector<float> ref(x.size());
+  cpu::layernorm_modulate(x.data(), shift, scale, stride, ref.data(), k.B, k.T, k.D, 1e-6f);
+
+  DeviceTensor dx(x), dmod(modulation), dout(x.size(), k.dtype);
+  dout.poison();
+  cuda::layernorm_modulate(dx.f32(), dmod.f32() + 3 * k.D, dmod.f32() + 4 * k.D, stride, dout.data(), k.dtype, k.B,
+                           k.T, k.D, 1e-6f, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("layernorm_modulate/" + k.name(), out, unwritten, test::to_double(ref), bound_for(k.dtype), seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(layernorm_modulate, CudaLayerNormModulate,
+                         testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
+                                         LayerNormCase{2, 256, 1152, DeviceDtype::f16},
+                                         LayerNormCase{2, 256, 1152, DeviceDtype::bf16},
+                                         LayerNormCase{3, 16, 144, DeviceDtype::f32},
+                                         LayerNormCase{1, 1024, 1152, DeviceDtype::bf16},
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- gated_residual -----------------------------------------------------------------------------
+
+struct ResidualCase {
+  int B, T, D;
+  std::string name() const { return "b" + std::to_string(B) + "_t" + std::to_string(T) + "_d" + std::to_string(D); }
+};
+
+class CudaGatedResidual : public testing::TestWithParam<ResidualCase> {};
+
+TEST_P(CudaGatedResidual, matches_reference) {
+  const ResidualCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int stride = 6 * k.D;
+  const vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.T * k.D, seed);
+  const vector<float> y = test::random_normal(x.size(), seed + 1);
+  const vector<float> modulation = test::random_normal(static_cast<size_t>(k.B) * stride, seed + 2);
+  vector<float> ref = x;
+  cpu::gated_residual(ref.data(), y.data(), modulation.data() + 5 * k.D, stride, k.B, k.T, k.D);
+  DeviceTensor dx(x), dy(y), dmod(modulation);
+  cuda::gated_residual(dx.f32(), dy.f32(), dmod.f32() + 5 * k.D, stride, k.B, k.T, k.D, nullptr);
+  const vector<float> out = dx.download();
+  // in place: "never written" cannot be observed, but every element must have moved
+  size_t unchanged = 0;
+  for (size_t i = 0; i < out.size(); ++i) unchanged += out[i] == x[i] && ref[i] != x[i];
+  expect_close("gated_residual/" + k.name(), out, unchanged, test::to_double(ref), kElementwiseF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(gated_residual, CudaGatedResidual,
+                         testing::Values(ResidualCase{2, 256, 1152}, ResidualCase{3, 16, 64}, ResidualCase{1, 5, 7}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- activations --------------------------------------------------------------------------------
+
+struct ActivationCase {
+  bool gelu;
+  int64_t n;
+  DeviceDtype dtype;
+  std::string name() const {
+    return std::string(gelu ? "gelu_tanh" : "silu") + "_n" + std::to_string(n) + "_" + test::dtype_suffix(dtype);
+  }
+};
+
+class CudaActivation : public testing::TestWithParam<ActivationCase> {};
+
+TEST_P(CudaActivation, matches_reference) {
+  const ActivationCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  vector<float> x = test::random_normal(static_cast<size_t>(k.n), seed, 3.0f);
+  if (k.gelu) x = test::round_to(x, k.dtype);  // GELU reads the dtype; SiLU reads float32
+  vector<float> ref(x.size());
+  if (k.gelu)
+    cpu::gelu_tanh(x.data(), ref.data(), k.n);
+  else
+    cpu::silu(x.data(), ref.data(), k.n);
+  DeviceTensor dx(x, k.gelu ? k.dtype : DeviceDtype::f32), dout(x.size(), k.dtype);
+  dout.poison();
+  if (k.gelu)
+    cuda::gelu_tanh(dx.data(), dout.data(), k.dtype, k.n, nullptr);
+  else
+    cuda::silu(dx.f32(), dout.data(), k.dtype, k.n, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  const double bound = k.dtype == DeviceDtype::f32 ? kElementwiseF32Bound : bound_for(k.dtype);
+  expect_close("activations/" + k.name(), out, unwritten, test::to_double(ref), bound, seed);
+}
+
+TEST(CudaActivationInPlace, gelu_f32_in_place_matches_reference) {
+  const uint64_t seed = test::fresh_seed();
+  const vector<float> x = test::random_normal(4099, seed, 3.0f);
+  vector<float> ref(x.size());
+  cpu::gelu_tanh(x.data(), ref.data(), static_cast<int64_t>(x.size()));
+  DeviceTensor dx(x);
+  cuda::gelu_tanh(dx.data(), dx.data(), DeviceDtype::f32, static_cast<int64_t>(x.size()), nullptr);
+  expect_close("activations/gelu_tanh_in_place", dx.download(), 0, test::to_double(ref), kElementwiseF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(activations, CudaActivation,
+                         testing::Values(ActivationCase{false, 100003, DeviceDtype::f32},
+                                         ActivationCase{false, 2304, DeviceDtype::f16},
+                                         ActivationCase{false, 2304, DeviceDtype::bf16},
+                                         ActivationCase{true, 100003, DeviceDtype::f32},
+                                         ActivationCase{true, 100003, DeviceDtype::f16},
+                                         ActivationCase{true, 100003, DeviceDtype::bf16}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- attention (naive) --------------------------------------------------------------------------
+
+struct AttentionCase {
+  int B, H, N, hd;
+  DeviceDtype dtype;
+  std::string name() const {
+    return "b" + std::to_string(B) + "_h" + std::to_string(H) + "_n" + std::to_string(N) + "_d" + std::to_string(hd) +
+           "_" + test::dtype_suffix(dtype);
+  }
+};
+
+class CudaAttention : public testing::TestWithParam<AttentionCase> {};
+
+TEST_P(CudaAttention, matches_reference) {
+  const AttentionCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const size_t qkv_size = static_cast<size_t>(k.B) * k.N * 3 * k.H * k.hd;
+  // scale 1.5: softmax rows far from uniform, so a wrong key or value shows
+  const vector<float> qkv = test::round_to(test::random_normal(qkv_size, seed, 1.5f), k.dtype);
+  vector<float> ref(static_cast<size_t>(k.B) * k.N * k.H * k.hd);
+  cpu::attention(qkv.data(), ref.data(), k.B, k.N, k.H, k.hd);
+  DeviceTensor dqkv(qkv, k.dtype), dout(ref.size(), k.dtype);
+  dout.poison();
+  cuda::attention_naive(dqkv.data(), dout.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("attention/" + k.name(), out, unwritten, test::to_double(ref), bound_for(k.dtype), seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(attention, CudaAttention,
+                         testing::Values(AttentionCase{2, 16, 256, 72, DeviceDtype::f32},
+                                         AttentionCase{2, 16, 256, 72, DeviceDtype::f16},
+                                         AttentionCase{2, 16, 256, 72, DeviceDtype::bf16},
+                                         AttentionCase{2, 6, 256, 64, DeviceDtype::f32},
+                                         AttentionCase{2, 6, 256, 64, DeviceDtype::f16},
+                                         AttentionCase{1, 4, 16, 16, DeviceDtype::f32},
+                                         AttentionCase{2, 2, 16, 72, DeviceDtype::f32},
+                                         AttentionCase{1, 3, 100, 40, DeviceDtype::f32},
+                                         AttentionCase{1, 16, 1024, 72, DeviceDtype::f16}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- unpatchify ---------------------------------------------------------------------------------
+
+struct UnpatchifyCase {
+  int B, g, p, C;
+  std::string name() const {
+    return "b" + std::to_string(B) + "_g" + std::to_string(g) + "_p" + std::to_string(p) + "_c" + std::to_string(C);
+  }
+};
+
+class CudaUnpatchify : public testing::TestWithParam<UnpatchifyCase> {};
+
+TEST_P(CudaUnpatchify, equals_reference) {
+  const UnpatchifyCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const vector<float> tokens =
+      test::random_normal(static_cast<size_t>(k.B) * k.g * k.g * k.p * k.p * k.C, seed);
+  vector<float> ref(tokens.size());
+  cpu::unpatchify(tokens.data(), ref.data(), k.B, k.g, k.p, k.C);
+  DeviceTensor dtokens(tokens), dout(ref.size());
+  dout.poison();
+  cuda::unpatchify(dtokens.f32(), dout.f32(), k.B, k.g, k.p, k.C, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("unpatchify/" + k.name(), out, unwritten, test::to_double(ref), 0.0, seed);  // a permutation
+}
+
+INSTANTIATE_TEST_SUITE_P(unpatchify, CudaUnpatchify,
+                         testing::Values(UnpatchifyCase{2, 16, 2, 8}, UnpatchifyCase{1, 4, 4, 8},
+                                         UnpatchifyCase{3, 32, 2, 8}, UnpatchifyCase{2, 8, 8, 4}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- guidance -----------------------------------------------------------------------------------
+
+struct GuidanceCase {
+  int B, C, HW;
+  float scale;
+  std::string name() const {
+    return "b" + std::to_string(B) + "_c" + std::to_string(C) + "_hw" + std::to_string(HW) + "_s" +
+           std::to_string(static_cast<int>(scale * 10));
+  }
+};
+
+class CudaGuidance : public testing::TestWithParam<GuidanceCase> {};
+
+TEST_P(CudaGuidance, equals_reference) {
+  const GuidanceCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const vector<float> out0 = test::random_normal(static_cast<size_t>(2) * k.B * k.C * k.HW, seed);
+  vector<float> ref = out0;
+  cpu::guidance_combine(ref.data(), k.B, k.C, k.HW, k.scale, 3);
+  DeviceTensor d(out0);
+  cuda::guidance_combine(d.f32(), k.B, k.C, k.HW, k.scale, 3, nullptr);
+  // float64 arithmetic rounded once on both sides: equal bits expected
+  expect_close("guidance/" + k.name(), d.download(), 0, test::to_double(ref), 0.0, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(guidance, CudaGuidance,
+                         testing::Values(GuidanceCase{2, 8, 1024, 4.0f}, GuidanceCase{1, 8, 64, 1.5f},
+                                         GuidanceCase{3, 4, 4096, 7.5f}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- sampler steps ------------------------------------------------------------------------------
+
+struct StepCase {
+  bool ddim;
+  int index;  // respaced index of a 250-step schedule; 0 is the last step
+  float eta;
+  std::string name() const {
+    return std::string(ddim ? "ddim" : "ddpm") + "_index" + std::to_string(index) + "_eta" +
+           std::to_string(static_cast<int>(eta * 10));
+  }
+};
+
+class CudaSamplerStep : public testing::TestWithParam<StepCase> {};
+
+TEST_P(CudaSamplerStep, matches_reference) {
+  const StepCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int N = 4, C = 4, HW = 32 * 32;
+  const StepCoefficients coefficients = step_coefficients(make_schedule(250), k.index);
+  const vector<float> x = test::random_normal(static_cast<size_t>(N) * C * HW, seed);
+  vector<float> model_out = test::random_normal(static_cast<size_t>(N) * 2 * C * HW, seed + 1);
+  for (int n = 0; n < N; ++n)  // v in [-1, 1], as the learned-range variance expects
+    for (size_t i = 0; i < static_cast<size_t>(C) * HW; ++i) {
+      float& v = model_out[(static_cast<size_t>(n) * 2 * C + C) * HW + i];
+      v = std::tanh(v);
+    }
+  const vector<float> noise = test::random_normal(x.size(), seed + 2);
+  vector<float> ref = x;
+  if (k.ddim)
+    cpu::ddim_step(ref.data(), model_out.data(), noise.data(), N, C, HW, coefficients, k.eta);
+  else
+    cpu::ddpm_step(ref.data(), model_out.data(), noise.data(), N, C, HW, coefficients);
+  DeviceTensor dx(x), dmodel(model_out), dnoise(noise);
+  if (k.ddim)
+    cuda::ddim_step(dx.f32(), dmodel.f32(), dnoise.f32(), N, C, HW, coefficients, k.eta, nullptr);
+  else
+    cuda::ddpm_step(dx.f32(), dmodel.f32(), dnoise.f32(), N, C, HW, coefficients, nullptr);
+  expect_close("sampler_step/" + k.name(), dx.download(), 0, test::to_double(ref), kElementwiseF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(sampler_step, CudaSamplerStep,
+                         testing::Values(StepCase{false, 249, 0}, StepCase{false, 120, 0}, StepCase{false, 0, 0},
+                                         StepCase{true, 249, 0}, StepCase{true, 120, 0.5f}, StepCase{true, 0, 1.0f},
+                                         StepCase{true, 3, 1.0f}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- class_embed_add (its reference is the lookup itself) ---------------------------------------
+
+TEST(class_embed, adds_the_label_row) {
+  const uint64_t seed = test::fresh_seed();
+  const int B = 5, D = 1152, rows = 1001;
+  const vector<int64_t> labels = {0, 7, 1000, 999, 3};
+  const vector<float> t_emb = test::random_normal(static_cast<size_t>(B) * D, seed);
+  const vector<float> table = test::random_normal(static_cast<size_t>(rows) * D, seed + 1);
+  vector<double> ref(t_emb.size());
+  for (int b = 0; b < B; ++b)
+    for (int d = 0; d < D; ++d)
+      ref[static_cast<size_t>(b) * D + d] =
+          static_cast<float>(t_emb[static_cast<size_t>(b) * D + d] + table[static_cast<size_t>(labels[b]) * D + d]);
+  DeviceTensor dt(t_emb), dtable(table), dc(t_emb.size());
+  test::DeviceArray<int64_t> dlabels(labels);
+  test::DeviceArray<int> bad(vector<int>{0});
+  dc.poison();
+  cuda::class_embed_add(dt.f32(), dtable.f32(), dlabels.data(), dc.f32(), B, D, rows, bad.data(), nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dc.download(&unwritten);
+  expect_close("class_embed/b5_d1152", out, unwritten, ref, 0.0, seed);
+  int bad_labels = -1;
+  DIT_CUDA_CHECK(cudaMemcpy(&bad_labels, bad.data(), sizeof bad_labels, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(bad_labels, 0);
+}
+
+// --- noise: bit for bit -------------------------------------------------------------------------
+
+struct NoiseCase {
+  uint64_t seed;
+  uint32_t slot, stream;
+  int64_t n;
+  std::string name() const {
+    return "seed" + std::to_string(seed) + "_slot" + std::to_string(slot) + "_stream" + std::to_string(stream) +
+           "_n" + std::to_string(n);
+  }
+};
+
+class CudaNoise : public testing::TestWithParam<NoiseCase> {};
+
+void expect_same_bits(const std::string& name, const vector<float>& gpu, const vector<float>& cpu) {
+  ASSERT_EQ(gpu.size(), cpu.size());
+  const bool same = std::memcmp(gpu.data(), cpu.data(), gpu.size() * sizeof(float)) == 0;
+  size_t differing = 0, first = gpu.size();
+  for (size_t i = 0; i < gpu.size(); ++i)
+    if (std::memcmp(&gpu[i], &cpu[i], sizeof(float)) != 0) {
+      if (first == gpu.size()) first = i;
+      ++differing;
+    }
+  std::printf("  %-44s %zu samples, %zu differ\n", name.c_str(), gpu.size(), differing);
+  EXPECT_TRUE(same) << name << ": " << differing << " of " << gpu.size() << " samples differ; first at " << first
+                    << ": gpu " << gpu[first] << " cpu " << cpu[first];
+}
+
+TEST_P(CudaNoise, equals_cpu_bit_for_bit) {
+  const NoiseCase k = GetParam();
+  vector<float> cpu_noise(static_cast<size_t>(k.n));
+  cpu::gaussian_noise(k.seed, k.slot, k.stream, cpu_noise.data(), k.n);
+  DeviceTensor d(cpu_noise.size());
+  d.poison();
+  cuda::gaussian_noise(k.seed, k.slot, k.stream, d.f32(), k.n, nullptr);
+  size_t unwritten = 0;
+  const vector<float> gpu_noise = d.download(&unwritten);
+  EXPECT_EQ(unwritten, 0u);
+  expect_same_bits("noise/" + k.name(), gpu_noise, cpu_noise);
+}
+
+// 1,048,579 + 4 * 4096 + 3 * 16387 + ... samples in all: over a million, several seeds, slots
+// and streams, and lengths that are not multiples of 4.
+INSTANTIATE_TEST_SUITE_P(noise, CudaNoise,
+                         testing::Values(NoiseCase{0, 0, 0, 1048579}, NoiseCase{1, 1, 0, 4096},
+                                         NoiseCase{1, 1, 1, 4096}, NoiseCase{0xDEADBEEFCAFEBABEull, 250, 0, 16387},
+                                         NoiseCase{0xDEADBEEFCAFEBABEull, 250, 1, 16387},
+                                         NoiseCase{42, 0, 0, 4096}, NoiseCase{42, 1000, 1, 16387},
+                                         NoiseCase{0xFFFFFFFFFFFFFFFFull, 7, 0, 5}),
+                         [](const auto& info) { return info.param.name(); });
+
+TEST(noise_rows, each_row_equals_its_own_image_noise) {
+  const uint64_t base = test::fresh_seed();
+  const int rows = 6;
+  const int64_t n = 4 * 32 * 32;
+  const vector<uint64_t> seeds = {base, base + 1, base + 2, base, base + 1, base + 2};
+  const vector<uint32_t> streams = {0, 0, 0, 1, 1, 1};
+  const uint32_t slot = noise_slot_for_step(17);
+  test::DeviceArray<uint64_t> dseeds(seeds);
+  test::DeviceArray<uint32_t> dstreams(streams);
+  DeviceTensor d(static_cast<size_t>(rows) * n);
+  d.poison();
+  cuda::gaussian_noise_rows(dseeds.data(), dstreams.data(), slot, d.f32(), rows, n, nullptr);
+  size_t unwritten = 0;
+  const vector<float> all = d.download(&unwritten);
+  EXPECT_EQ(unwritten, 0u);
+  for (int r = 0; r < rows; ++r) {
+    vector<float> cpu_noise(static_cast<size_t>(n));
+    cpu::gaussian_noise(seeds[r], slot, streams[r], cpu_noise.data(), n);
+    const vector<float> row(all.begin() + static_cast<size_t>(r) * n, all.begin() + static_cast<size_t>(r + 1) * n);
+    expect_same_bits("noise_rows/row" + std::to_string(r), row, cpu_noise);
+  }
+}
+
+// --- cuBLASLt linear ----------------------------------------------------------------------------
+
+struct LinearCase {
+  int M, N, K;
+  DeviceDtype operands, output;
+  cuda::GemmCompute compute;
+  cuda::GemmEpilogue epilogue;
+  std::string name() const {
+    const char* epi = epilogue == cuda::GemmEpilogue::none ? "nobias"
+                      : epilogue == cuda::GemmEpilogue::bias ? "bias"
+                                                             : "gelu";
+    return "m" + std::to_string(M) + "_n" + std::to_string(N) + "_k" + std::to_string(K) + "_" +
+           test::dtype_suffix(operands) + "_to_" + test::dtype_suffix(output) +
+           (compute == cuda::GemmCompute::tf32 ? "_tf32_" : "_") + epi;
+  }
+};
+
+class CudaLinear : public testing::TestWithParam<LinearCase> {};
+
+TEST_P(CudaLinear, matches_reference) {
+  const LinearCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const vector<float> in =
+      test::round_to(test::random_normal(static_cast<size_t>(k.M) * k.K, seed), k.operands);
+  const vector<float> weight = test::round_to(
+      test::random_normal(static_cast<size_t>(k.N) * k.K, seed + 1, 1.0f / std::sqrt(static_cast<float>(k.K))),
+      k.operands);
+  const vector<float> bias = test::round_to(test::random_normal(k.N, seed + 2), k.output);
+  vector<float> ref(static_cast<size_t>(k.M) * k.N);
+  cpu::linear(in.data(), weight.data(), k.epilogue == cuda::GemmEpilogue::none ? nullptr : bias.data(), ref.data(),
+              k.M, k.N, k.K);
+  if (k.epilogue == cuda::GemmEpilogue::gelu_bias) cpu::gelu_tanh(ref.data(), ref.data(), static_cast<int64_t>(ref.size()));
+
+  DeviceTensor din(in, k.operands), dweight(weight, k.operands), dbias(bias, k.output), dout(ref.size(), k.output);
+  DeviceTensor workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
+  dout.poison();
+  cuda::GemmRunner runner(workspace.data());
+  cuda::GemmArgs args{din.data(), dweight.data(), dbias.data(), dout.data(), k.M, k.N, k.K,
+                      k.operands, k.output, k.compute, k.epilogue};
+  runner.linear(args, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  // tf32 keeps 10 mantissa bits of each operand; float32 output from 16-bit operands rounds only
+  // the float32 accumulation
+  double bound = bound_for(k.output);
+  if (k.compute == cuda::GemmCompute::tf32) bound = 5e-3;
+  else if (k.output == DeviceDtype::f32 && k.operands != DeviceDtype::f32) bound = 1e-4;
+  expect_close("linear/" + k.name(), out, unwritten, test::to_double(ref), bound, seed);
+}
+
+using cuda::GemmCompute;
+using cuda::GemmEpilogue;
+INSTANTIATE_TEST_SUITE_P(
+    linear, CudaLinear,
+    testing::Values(
+        LinearCase{512, 3456, 1152, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 1152, 4608, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{2, 6912, 1152, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{48, 32, 144, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::none},
+        LinearCase{512, 4608, 1152, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::tf32, GemmEpilogue::bias},
+        LinearCase{512, 3456, 1152, DeviceDtype::f16, DeviceDtype::f16, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 1152, 4608, DeviceDtype::f16, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 4608, 1152, DeviceDtype::f16, DeviceDtype::f16, GemmCompute::fp32, GemmEpilogue::gelu_bias},
+        LinearCase{2, 6912, 1152, DeviceDtype::f16, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 3456, 1152, DeviceDtype::bf16, DeviceDtype::bf16, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 4608, 1152, DeviceDtype::bf16, DeviceDtype::bf16, GemmCompute::fp32, GemmEpilogue::gelu_bias},
+        LinearCase{512, 32, 1152, DeviceDtype::bf16, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias}),
+    [](const auto& info) { return info.param.name(); });
+
+TEST(CudaLinearChecks, rejects_misaligned_and_mismatched_arguments) {
+  DeviceTensor a(1024), w(1024), bias(64), out(1024), workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
+  cuda::GemmRunner runner(workspace.data());
+  cuda::GemmArgs args{a.data(), w.data(), bias.data(), out.data(), 16, 16, 16,
+                      DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias};
+  cuda::GemmArgs misaligned = args;
+  misaligned.in = a.f32() + 1;
+  EXPECT_THROW(runner.linear(misaligned, nullptr), Error);
+  cuda::GemmArgs mixed = args;
+  mixed.operands = DeviceDtype::f16;
+  mixed.output = DeviceDtype::bf16;
+  EXPECT_THROW(runner.linear(mixed, nullptr), Error);
+  cuda::GemmArgs tf32_half = args;
+  tf32_half.operands = DeviceDtype::f16;
+  tf32_half.output = DeviceDtype::f16;
+  tf32_half.compute = GemmCompute::tf32;
+  EXPECT_THROW(runner.linear(tf32_half, nullptr), Error);
+}
+
+}  // namespace
+}  // namespace dit
