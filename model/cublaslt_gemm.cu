@@ -83,9 +83,7 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a) {
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                   sizeof epilogue));
   if (a.epilogue != GemmEpilogue::none) {
-    const cudaDataType_t bias_type = cuda_data_type(a.output);
-    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                    &bias_type, sizeof bias_type));
+    // the bias is in the output's dtype, cuBLASLt's default for non-fp8 outputs
     DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias,
                                                     sizeof a.bias));
   }
