@@ -1,0 +1,186 @@
+// dit-sample: class-conditional latents from a DiT checkpoint or seeded random weights, on the
+// cpu or cuda backend, written as DIR/latents.safetensors with the request in its metadata.
+// Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem), 1 other.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/dit_model.h"
+#include "model/error.h"
+#include "model/safetensors.h"
+#include "model/sampler.h"
+#include "model/weights.h"
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+struct Options {
+  std::optional<std::string> model_name;  // default: the checkpoint's own config, else DiT-XL/2
+  int image_size = 256;
+  std::string weights_path;
+  bool random_weights = false;
+  uint64_t weights_seed = 0;
+  std::vector<int> classes;
+  std::vector<uint64_t> seeds{0};
+  int steps = 250;
+  float cfg_scale = 4.0f;
+  std::string sampler = "ddpm";
+  float eta = 0.0f;
+  std::string precision = "fp32";
+  std::string backend = "cpu";
+  std::string out_dir = "out";
+};
+
+void add_options(CLI::App& app, Options& o) {
+  app.add_option("--model", o.model_name,
+                 "DiT-S/B/L/XL with patch 2/4/8, e.g. DiT-XL/2 (default: the checkpoint's config, else DiT-XL/2)");
+  app.add_option("--image-size", o.image_size, "256 or 512 (latents are image size / 8)")->capture_default_str();
+  auto* weights = app.add_option("--weights", o.weights_path, "safetensors checkpoint with the original DiT names")
+                      ->check(CLI::ExistingFile);
+  auto* random = app.add_flag("--random-weights", o.random_weights, "seeded random weights instead of a checkpoint");
+  weights->excludes(random);
+  random->excludes(weights);
+  app.add_option("--weights-seed", o.weights_seed, "seed of --random-weights")->capture_default_str();
+  app.add_option("--class", o.classes, "class label of one image (repeat for a batch)")->required();
+  app.add_option("--seed", o.seeds, "noise seed per image: one (image i gets seed + i) or one per --class")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "sampling steps (respaced from 1000)")->capture_default_str();
+  app.add_option("--cfg-scale", o.cfg_scale, "classifier-free guidance scale (1 = off)")->capture_default_str();
+  app.add_option("--sampler", o.sampler, "ddpm or ddim")->check(CLI::IsMember({"ddpm", "ddim"}))->capture_default_str();
+  app.add_option("--eta", o.eta, "DDIM noise scale (0 = deterministic)")->capture_default_str();
+  app.add_option("--precision", o.precision, "fp32, tf32, fp16 or bf16 (cpu: fp32 only)")
+      ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))
+      ->capture_default_str();
+  app.add_option("--backend", o.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  app.add_option("--out", o.out_dir, "output directory")->capture_default_str();
+}
+
+dit::ModelConfig resolve_config(const Options& o) {
+  if (o.model_name) return dit::model_config(*o.model_name, o.image_size);
+  if (!o.weights_path.empty()) {
+    const dit::SafetensorsFile file = dit::SafetensorsFile::open(o.weights_path);
+    const auto config = file.metadata().find("config");
+    if (config != file.metadata().end()) return dit::model_config_from_json(config->second);
+  }
+  return dit::model_config("DiT-XL/2", o.image_size);
+}
+
+dit::SampleRequest make_request(const Options& o) {
+  dit::SampleRequest request;
+  request.class_labels = o.classes;
+  if (o.seeds.size() == 1) {
+    for (size_t i = 0; i < o.classes.size(); ++i) request.seeds.push_back(o.seeds[0] + i);
+  } else if (o.seeds.size() == o.classes.size()) {
+    request.seeds = o.seeds;
+  } else {
+    throw dit::Error(dit::ErrorKind::invalid_argument,
+                     "--seed: give one seed or one per --class (" + std::to_string(o.classes.size()) +
+                         " classes, " + std::to_string(o.seeds.size()) + " seeds)");
+  }
+  request.steps = o.steps;
+  request.cfg_scale = o.cfg_scale;
+  request.sampler = dit::parse_sampler(o.sampler);
+  request.eta = o.eta;
+  return request;
+}
+
+// "step 12/250  3.41 steps/s  70 s left" on stderr: rewritten in place on a terminal, else a
+// line at most every few seconds.
+class ProgressLine {
+ public:
+  ProgressLine() : terminal_(isatty(fileno(stderr)) != 0), start_(Clock::now()), last_print_(start_) {}
+  void operator()(int done, int total) {
+    const auto now = Clock::now();
+    if (!terminal_ && done < total && now - last_print_ < std::chrono::seconds(5)) return;
+    last_print_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0.0;
+    const double left = rate > 0 ? (total - done) / rate : 0.0;
+    std::fprintf(stderr, "%sstep %d/%d  %.2f steps/s  %.0f s left%s", terminal_ ? "\r" : "", done, total, rate, left,
+                 terminal_ && done < total ? "" : "\n");
+    std::fflush(stderr);
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool terminal_;
+  Clock::time_point start_, last_print_;
+};
+
+std::string request_json(const Options& o, const dit::ModelConfig& config, const dit::SampleRequest& r) {
+  const nlohmann::json json = {
+      {"model", nlohmann::json::parse(dit::to_json(config))},
+      {"weights", o.random_weights ? "random:" + std::to_string(o.weights_seed) : o.weights_path},
+      {"class_labels", r.class_labels},
+      {"seeds", r.seeds},
+      {"steps", r.steps},
+      {"cfg_scale", r.cfg_scale},
+      {"sampler", dit::sampler_name(r.sampler)},
+      {"eta", r.eta},
+      {"backend", o.backend},
+      {"precision", o.precision}};
+  return json.dump();
+}
+
+int run(const Options& o) {
+  if (o.weights_path.empty() && !o.random_weights)
+    throw dit::Error(dit::ErrorKind::invalid_argument, "give --weights PATH or --random-weights");
+  const dit::ModelConfig config = resolve_config(o);
+  const dit::SampleRequest request = make_request(o);
+  dit::validate(request, config.num_classes);
+
+  std::unique_ptr<dit::DitModel> model;
+  {
+    const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
+                                                     : dit::DitWeights::load(o.weights_path, config);
+    model = dit::make_model(dit::parse_backend(o.backend), config, weights, dit::parse_precision(o.precision));
+  }
+  std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s\n", config.name.c_str(),
+               static_cast<long long>(config.parameter_count()), request.class_labels.size(), o.sampler.c_str(),
+               request.steps, request.cfg_scale, o.backend.c_str(), o.precision.c_str());
+
+  ProgressLine progress;
+  const dit::Tensor latents = model->sample(request, std::ref(progress));
+
+  std::error_code error;
+  std::filesystem::create_directories(o.out_dir, error);
+  if (error)
+    throw dit::Error(dit::ErrorKind::io, "cannot create --out directory '" + o.out_dir + "': " + error.message());
+  const std::string path = (std::filesystem::path(o.out_dir) / "latents.safetensors").string();
+  dit::write_safetensors(path, {{"latents", latents}}, {{"request", request_json(o, config, request)}});
+  std::fprintf(stderr, "wrote %s %s\n", path.c_str(), dit::shape_string(latents.shape).c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"dit-sample: class-conditional DiT latents from a checkpoint or seeded random weights"};
+  Options options;
+  add_options(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    return run(options);
+  } catch (const dit::Error& e) {
+    std::fprintf(stderr, "dit-sample: %s\n", e.what());
+    return kExitBadInput;  // bad input, a bad file, or no usable device: all setup problems
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dit-sample: unexpected failure: %s\n", e.what());
+    return 1;
+  }
+}
