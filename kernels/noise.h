@@ -12,6 +12,8 @@
 //   u(r) = (float)((r >> 8) + 1) * 2^-24, in (0, 1], exact in float32
 //   Box-Muller on (u(r0), u(r1)) gives (z0, z1) and on (u(r2), u(r3)) gives (z2, z3):
 //     rad = sqrt(-2 ln u_a), theta = 2 pi u_b, z = (rad cos theta, rad sin theta)
+//     (cos and sin are taken of u_b itself: quadrant round(4 u_b), remainder u_b - quadrant/4,
+//     both exact, so theta is never rounded)
 //   element e takes z[e % 4].
 // ln, sin and cos are not the C library's (whose results differ by ulps between glibc and
 // CUDA): noise_math.h defines them with float32 +, -, *, / and sqrt only, each correctly
