@@ -17,3 +17,21 @@ void group_norm(const float* x, const float* gamma, const float* beta, float* ou
 
 }  // namespace dit::cpu
 
+#ifdef DIT_WITH_CUDA
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// Floats of device workspace group_norm needs for these sizes (partial sums and statistics).
+size_t group_norm_workspace_floats(int N, int64_t P, int groups);
+
+// As dit::cpu::group_norm on device memory: x and out [N, P, C] in `dtype`, gamma and beta [C]
+// float32, `workspace` group_norm_workspace_floats(N, P, groups) floats. float32 statistics in
+// two passes (mean, then centred squares) with a fixed reduction order: bit-reproducible.
+// C % groups == 0 and C <= 1536 required. In place allowed.
+void group_norm(const void* x, const float* gamma, const float* beta, void* out,
+                DeviceDtype dtype, int N, int64_t P, int C, int groups, float eps, bool silu,
+                float* workspace, cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

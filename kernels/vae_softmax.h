@@ -12,3 +12,15 @@ void vae_softmax(const float* in, float* out, int64_t R, int64_t L);
 
 }  // namespace dit::cpu
 
+#ifdef DIT_WITH_CUDA
+#include "kernels/cuda_types.h"
+
+namespace dit::cuda {
+
+// As dit::cpu::vae_softmax on device memory in `dtype`, float32 max, sum and exponentials;
+// one block per row, fixed reduction order (bit-reproducible). In place allowed.
+void vae_softmax(const void* in, void* out, DeviceDtype dtype, int64_t R, int64_t L,
+                 cudaStream_t stream);
+
+}  // namespace dit::cuda
+#endif

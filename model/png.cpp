@@ -89,7 +89,9 @@ void write_png(const std::string& path, const Image& image) {
                                                  std::to_string(image.rgb.size()) + " bytes of RGB");
   const std::filesystem::path target(path);
   const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
-  std::string temporary = (directory / ("." + target.filename().string() + ".XXXXXX")).string();
+  std::string hidden_name(".");
+  hidden_name.append(target.filename().string()).append(".XXXXXX");
+  std::string temporary = (directory / hidden_name).string();
   const int fd = mkstemp(temporary.data());
   if (fd < 0) throw Error(ErrorKind::io, "write_png " + path + ": cannot create a file in " + directory.string() + ": " + std::strerror(errno));
   std::FILE* file = fdopen(fd, "wb");

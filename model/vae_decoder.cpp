@@ -2,6 +2,9 @@
 #include "model/error.h"
 #include "model/vae.h"
 #include "model/vae_cpu.h"
+#ifdef DIT_WITH_CUDA
+#include "model/vae_cuda.h"
+#endif
 
 namespace dit {
 
@@ -12,7 +15,11 @@ std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& c
     case Backend::cpu:
       return make_cpu_vae_decoder(config, weights, precision);
     case Backend::cuda:
-      throw Error(ErrorKind::device, "the CUDA VAE decoder is not available in this build");
+#ifdef DIT_WITH_CUDA
+      return make_cuda_vae_decoder(config, weights, precision);
+#else
+      throw Error(ErrorKind::device, "the CUDA VAE decoder is not built in (configure with DIT_WITH_CUDA=ON)");
+#endif
   }
   throw Error(ErrorKind::invalid_argument, "make_vae_decoder: unknown backend");
 }

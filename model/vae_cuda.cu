@@ -1,0 +1,463 @@
+// The CUDA VAE decoder (model/vae_cuda.h). The graph is the CPU reference's (model/vae_cpu.cpp);
+// tensors are channels last, [N, H, W, C]. The latent (4) and RGB (3) channel counts are padded
+// to 8 with zero weights so every convolution has tensor-core-friendly channels.
+#include "model/vae_cuda.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "kernels/cuda_check.h"
+#include "kernels/group_norm.h"
+#include "kernels/upsample.h"
+#include "kernels/vae_bias.h"
+#include "kernels/vae_softmax.h"
+#include "model/device_arena.h"
+#include "model/error.h"
+#include "model/safetensors.h"
+#include "model/vae_cuda_conv.h"
+#include "model/vae_cuda_matmul.h"
+#include "model/vae_layout.h"
+
+namespace dit {
+namespace {
+
+using cuda::ConvShape;
+using cuda::CudnnConv;
+using cuda::DeviceDtype;
+using cuda::LtMatmul;
+using cuda::MatmulShape;
+
+constexpr int kPaddedChannels = 8;                          // latent and RGB channels on the device
+constexpr int64_t kScoresBudgetElements = int64_t{64} << 20;  // attention scores held at once
+
+int padded(int channels) { return (channels + kPaddedChannels - 1) / kPaddedChannels * kPaddedChannels; }
+
+// Offsets into the device copy of the weights (one upload, one allocation).
+struct ConvParams {
+  size_t weight = 0, bias = 0;  // [Cout, k, k, Cin] storage type, [Cout] float32
+  int in_channels = 0, out_channels = 0, kernel = 0;
+};
+struct NormParams {
+  size_t gamma = 0, beta = 0;  // [C] float32
+};
+struct ResnetParams {
+  NormParams norm1, norm2;
+  ConvParams conv1, conv2, shortcut;  // shortcut's bias = conv_shortcut.bias + conv2.bias
+  bool has_shortcut = false;
+};
+struct AttentionParams {
+  NormParams norm;
+  size_t qkv_weight = 0, qkv_bias = 0;  // [3C, C] (to_q; to_k; to_v) and [3C]
+  size_t out_weight = 0, out_bias = 0;  // [C, C] and [C]
+};
+struct UpBlockParams {
+  std::vector<ResnetParams> resnets;
+  std::optional<ConvParams> upsampler;
+};
+
+// Host image of the device weights, built parameter by parameter.
+class WeightStaging {
+ public:
+  explicit WeightStaging(DeviceDtype dtype) : dtype_(dtype) {}
+
+  size_t add(const std::vector<float>& values, DeviceDtype dtype) {
+    const size_t offset = cuda::align_up(bytes_.size());
+    bytes_.resize(offset + values.size() * cuda::dtype_bytes(dtype));
+    std::byte* out = bytes_.data() + offset;
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (dtype == DeviceDtype::f32) {
+        std::memcpy(out + 4 * i, &values[i], 4);
+      } else {
+        const uint16_t bits = dtype == DeviceDtype::f16 ? float_to_f16_bits(values[i]) : float_to_bf16_bits(values[i]);
+        std::memcpy(out + 2 * i, &bits, 2);
+      }
+    }
+    return offset;
+  }
+  size_t add(const std::vector<float>& values) { return add(values, dtype_); }
+
+  // PyTorch [Cout, Cin, k, k] -> [Cout_pad, k, k, Cin_pad] (zero padded), bias [Cout_pad].
+  ConvParams conv(const VaeWeights& weights, const std::string& prefix, int in_pad, int out_pad,
+                  const Tensor* extra_bias = nullptr) {
+    const Tensor& w = weights.at(prefix + "weight");
+    const Tensor& b = weights.at(prefix + "bias");
+    const int out = static_cast<int>(w.shape[0]), in = static_cast<int>(w.shape[1]), k = static_cast<int>(w.shape[2]);
+    std::vector<float> packed(static_cast<size_t>(out_pad) * k * k * in_pad, 0.0f);
+    for (int o = 0; o < out; ++o)
+      for (int i = 0; i < in; ++i)
+        for (int t = 0; t < k * k; ++t)
+          packed[(static_cast<size_t>(o) * k * k + t) * in_pad + i] = w.data[(static_cast<size_t>(o) * in + i) * k * k + t];
+    std::vector<float> bias(out_pad, 0.0f);
+    for (int o = 0; o < out; ++o) bias[o] = b.data[o] + (extra_bias ? extra_bias->data[o] : 0.0f);
+    ConvParams params;
+    params.weight = add(packed);
+    params.bias = add(bias, DeviceDtype::f32);
+    params.in_channels = in_pad;
+    params.out_channels = out_pad;
+    params.kernel = k;
+    return params;
+  }
+
+  NormParams norm(const VaeWeights& weights, const std::string& prefix) {
+    return {add(weights.at(prefix + "weight").data, DeviceDtype::f32), add(weights.at(prefix + "bias").data, DeviceDtype::f32)};
+  }
+
+  const std::vector<std::byte>& bytes() const { return bytes_; }
+
+ private:
+  DeviceDtype dtype_;
+  std::vector<std::byte> bytes_;
+};
+
+// Device buffers and library plans for one (batch, latent size).
+struct Plan {
+  int N = 0, S = 0;
+  std::map<ConvShape, std::unique_ptr<CudnnConv>> convs;
+  int attention_chunk = 1;  // images per scores product
+  std::optional<LtMatmul> qkv, scores, mix, out;
+  cuda::DeviceArena arena;
+  void *x = nullptr, *a = nullptr, *b = nullptr;  // activations, each the largest [N, H, W, C]
+  void *qkv_buffer = nullptr, *scores_buffer = nullptr;
+  void *conv_workspace = nullptr, *gemm_workspace = nullptr;
+  float* norm_workspace = nullptr;
+  size_t conv_workspace_bytes = 0;
+};
+
+class CudaVaeDecoder final : public VaeDecoder {
+ public:
+  CudaVaeDecoder(const VaeConfig& config, const VaeWeights& weights, Precision precision)
+      : config_(config), layout_(vae::decoder_layout(config)), precision_(precision),
+        dtype_(cuda::storage_dtype(precision)) {
+    int devices = 0;
+    const cudaError_t status = cudaGetDeviceCount(&devices);
+    if (status != cudaSuccess || devices == 0)
+      throw Error(ErrorKind::device, std::string("CUDA VAE decoder: no usable GPU (") +
+                                         (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device") + ")");
+    for (const auto& [name, shape] : vae::parameter_shapes(config))
+      if (weights.at(name).shape != shape)
+        throw Error(ErrorKind::invalid_argument, "VAE weights: " + name + " has shape " +
+                                                     shape_string(weights.at(name).shape) + ", expected " + shape_string(shape));
+    for (int channels : config.block_out_channels)
+      cuda::require(channels % kPaddedChannels == 0, "CUDA VAE decoder",
+                    "block_out_channels must be multiples of 8, got " + std::to_string(channels));
+    DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    owned_stream_.reset(stream_);
+    DIT_CUDNN_CHECK(cudnnCreate(&cudnn_));
+    owned_cudnn_.reset(cudnn_);
+    DIT_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+    DIT_CUBLAS_CHECK(cublasLtCreate(&cublas_));
+    owned_cublas_.reset(cublas_);
+    upload_weights(weights);
+  }
+
+  const VaeConfig& config() const override { return config_; }
+
+  Tensor decode(const Tensor& z) override {
+    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] ||
+        z.shape[0] <= 0 || z.shape[2] <= 0)
+      throw Error(ErrorKind::invalid_argument, "VAE decode: latents must be [N, " +
+                                                   std::to_string(config_.latent_channels) + ", s, s], got " +
+                                                   shape_string(z.shape));
+    const int N = static_cast<int>(z.shape[0]), S = static_cast<int>(z.shape[2]);
+    if (!plan_ || plan_->N != N || plan_->S != S) {
+      plan_.reset();
+      plan_ = make_plan(N, S);
+    }
+    Plan& plan = *plan_;
+    upload_latents(z, plan.a);
+
+    conv(post_quant_, plan.a, plan.b, S, false);
+    conv(conv_in_, plan.b, plan.x, S, false);
+    int size = S;
+    resnet(mid_resnets_[0], size);
+    attention(size);
+    resnet(mid_resnets_[1], size);
+    for (const auto& block : up_blocks_) {
+      for (const auto& r : block.resnets) resnet(r, size);
+      if (block.upsampler) {
+        cuda::upsample_nearest2x(plan.x, plan.a, dtype_, N, size, size, block.upsampler->in_channels, stream_);
+        size *= 2;
+        conv(*block.upsampler, plan.a, plan.x, size, false);
+      }
+    }
+    norm(norm_out_, plan.x, plan.a, size, layout_.bottom_channels, true);
+    conv(conv_out_, plan.a, plan.b, size, false);
+    return download_image(plan.b, N, size);
+  }
+
+ private:
+  template <typename T = void>
+  T* device(size_t offset) const {
+    return reinterpret_cast<T*>(static_cast<std::byte*>(weights_base_) + offset);
+  }
+
+  void upload_weights(const VaeWeights& weights) {
+    WeightStaging staging(dtype_);
+    const int latent_pad = padded(layout_.latent_channels);
+    post_quant_ = staging.conv(weights, "post_quant_conv.", latent_pad, latent_pad);
+    conv_in_ = staging.conv(weights, "decoder.conv_in.", latent_pad, layout_.top_channels);
+    auto resnet_params = [&](const vae::ResnetLayout& r) {
+      ResnetParams p;
+      p.norm1 = staging.norm(weights, r.prefix + "norm1.");
+      p.conv1 = staging.conv(weights, r.prefix + "conv1.", r.in_channels, r.out_channels);
+      p.norm2 = staging.norm(weights, r.prefix + "norm2.");
+      p.has_shortcut = r.has_shortcut();
+      p.conv2 = staging.conv(weights, r.prefix + "conv2.", r.out_channels, r.out_channels);
+      // With a shortcut, conv2's bias rides on the shortcut, which writes the output first.
+      if (p.has_shortcut)
+        p.shortcut = staging.conv(weights, r.prefix + "conv_shortcut.", r.in_channels, r.out_channels,
+                                  &weights.at(r.prefix + "conv2.bias"));
+      return p;
+    };
+    mid_resnets_[0] = resnet_params(layout_.mid_resnets[0]);
+    const std::string attention = vae::kMidAttentionPrefix;
+    attention_.norm = staging.norm(weights, attention + "group_norm.");
+    std::vector<float> qkv_weight, qkv_bias;
+    for (const char* projection : {"to_q.", "to_k.", "to_v."}) {
+      const auto& w = weights.at(attention + projection + "weight").data;
+      const auto& b = weights.at(attention + projection + "bias").data;
+      qkv_weight.insert(qkv_weight.end(), w.begin(), w.end());
+      qkv_bias.insert(qkv_bias.end(), b.begin(), b.end());
+    }
+    attention_.qkv_weight = staging.add(qkv_weight);
+    attention_.qkv_bias = staging.add(qkv_bias);
+    attention_.out_weight = staging.add(weights.at(attention + "to_out.0.weight").data);
+    attention_.out_bias = staging.add(weights.at(attention + "to_out.0.bias").data);
+    mid_resnets_[1] = resnet_params(layout_.mid_resnets[1]);
+    for (const auto& block : layout_.up_blocks) {
+      UpBlockParams params;
+      for (const auto& r : block.resnets) params.resnets.push_back(resnet_params(r));
+      if (!block.upsampler_prefix.empty())
+        params.upsampler = staging.conv(weights, block.upsampler_prefix, block.channels, block.channels);
+      up_blocks_.push_back(std::move(params));
+    }
+    norm_out_ = staging.norm(weights, "decoder.conv_norm_out.");
+    conv_out_ = staging.conv(weights, "decoder.conv_out.", layout_.bottom_channels, padded(layout_.out_channels));
+
+    const auto& bytes = staging.bytes();
+    weights_arena_ = cuda::DeviceArena(bytes.size());
+    weights_base_ = weights_arena_.take(bytes.size());
+    DIT_CUDA_CHECK(cudaMemcpy(weights_base_, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+  }
+
+  // Every convolution shape the graph runs at batch N and latent size S.
+  std::vector<ConvShape> conv_shapes(int N, int S) const {
+    std::vector<ConvShape> shapes;
+    auto add = [&](const ConvParams& p, int size) {
+      shapes.push_back({N, size, size, p.in_channels, p.out_channels, p.kernel});
+    };
+    add(post_quant_, S);
+    add(conv_in_, S);
+    int size = S;
+    auto resnet_shapes = [&](const ResnetParams& r) {
+      add(r.conv1, size);
+      add(r.conv2, size);
+      if (r.has_shortcut) add(r.shortcut, size);
+    };
+    resnet_shapes(mid_resnets_[0]);
+    resnet_shapes(mid_resnets_[1]);
+    for (const auto& block : up_blocks_) {
+      for (const auto& r : block.resnets) resnet_shapes(r);
+      if (block.upsampler) {
+        size *= 2;
+        add(*block.upsampler, size);
+      }
+    }
+    add(conv_out_, size);
+    return shapes;
+  }
+
+  std::unique_ptr<Plan> make_plan(int N, int S) {
+    auto plan = std::make_unique<Plan>();
+    plan->N = N;
+    plan->S = S;
+    size_t activation_elements = 0;
+    int final_size = S;
+    for (const ConvShape& shape : conv_shapes(N, S)) {
+      activation_elements = std::max(activation_elements, static_cast<size_t>(shape.N) * shape.H * shape.W *
+                                                              std::max(shape.in_channels, shape.out_channels));
+      final_size = std::max(final_size, shape.H);
+      if (!plan->convs.count(shape)) {
+        auto conv = std::make_unique<CudnnConv>(cudnn_, shape, precision_);
+        plan->conv_workspace_bytes = std::max(plan->conv_workspace_bytes, conv->workspace_bytes());
+        plan->convs.emplace(shape, std::move(conv));
+      }
+    }
+
+    const int C = layout_.top_channels;
+    const int64_t P = static_cast<int64_t>(S) * S;
+    // The largest divisor of N whose scores fit the budget (at least one image).
+    int chunk = 1;
+    for (int d = 1; d <= N; ++d)
+      if (N % d == 0 && d * P * P <= kScoresBudgetElements) chunk = d;
+    plan->attention_chunk = chunk;
+    const int pixels = static_cast<int>(N * P);
+    plan->qkv.emplace(cublas_, MatmulShape{.transpose_a = true, .m = 3 * C, .n = pixels, .k = C, .lda = C, .ldb = C,
+                                           .ldd = 3 * C, .bias = true},
+                      precision_);
+    plan->scores.emplace(cublas_,
+                         MatmulShape{.transpose_a = true, .m = static_cast<int>(P), .n = static_cast<int>(P), .k = C,
+                                     .lda = 3 * C, .ldb = 3 * C, .ldd = P, .batch = chunk, .stride_a = P * 3 * C,
+                                     .stride_b = P * 3 * C, .stride_d = P * P,
+                                     .alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(C)))},
+                         precision_);
+    plan->mix.emplace(cublas_,
+                      MatmulShape{.m = C, .n = static_cast<int>(P), .k = static_cast<int>(P), .lda = 3 * C, .ldb = P,
+                                  .ldd = C, .batch = chunk, .stride_a = P * 3 * C, .stride_b = P * P, .stride_d = P * C},
+                      precision_);
+    plan->out.emplace(cublas_, MatmulShape{.transpose_a = true, .m = C, .n = pixels, .k = C, .lda = C, .ldb = C,
+                                           .ldd = C, .beta = 1.0f, .bias = true},
+                      precision_);
+
+    const size_t element = cuda::dtype_bytes(dtype_);
+    const size_t norm_floats = cuda::group_norm_workspace_floats(N, static_cast<int64_t>(final_size) * final_size,
+                                                                 config_.norm_num_groups);
+    auto carve = [&](auto& arena) {
+      plan->x = arena.take(activation_elements * element);
+      plan->a = arena.take(activation_elements * element);
+      plan->b = arena.take(activation_elements * element);
+      plan->qkv_buffer = arena.take(static_cast<size_t>(pixels) * 3 * C * element);
+      plan->scores_buffer = arena.take(static_cast<size_t>(chunk) * P * P * element);
+      plan->conv_workspace = arena.take(std::max<size_t>(plan->conv_workspace_bytes, 1));
+      plan->gemm_workspace = arena.take(LtMatmul::kWorkspaceBytes);
+      plan->norm_workspace = static_cast<float*>(arena.take(norm_floats * sizeof(float)));
+    };
+    cuda::ArenaSizer sizer;
+    carve(sizer);
+    plan->arena = cuda::DeviceArena(sizer.bytes());
+    carve(plan->arena);
+    return plan;
+  }
+
+  void conv(const ConvParams& p, const void* in, void* out, int size, bool accumulate, bool with_bias = true) {
+    const ConvShape shape{plan_->N, size, size, p.in_channels, p.out_channels, p.kernel};
+    plan_->convs.at(shape)->run(in, device(p.weight), out, accumulate, plan_->conv_workspace);
+    if (with_bias)
+      cuda::vae_add_bias(out, device<float>(p.bias), dtype_, static_cast<int64_t>(plan_->N) * size * size,
+                         p.out_channels, stream_);
+  }
+
+  void norm(const NormParams& p, const void* in, void* out, int size, int channels, bool silu) {
+    cuda::group_norm(in, device<float>(p.gamma), device<float>(p.beta), out, dtype_, plan_->N,
+                     static_cast<int64_t>(size) * size, channels, config_.norm_num_groups, config_.norm_eps, silu,
+                     plan_->norm_workspace, stream_);
+  }
+
+  // x <- x' + conv2(silu(norm2(conv1(silu(norm1(x)))))), x' = x or conv_shortcut(x).
+  void resnet(const ResnetParams& r, int size) {
+    Plan& plan = *plan_;
+    norm(r.norm1, plan.x, plan.a, size, r.conv1.in_channels, true);
+    conv(r.conv1, plan.a, plan.b, size, false);
+    norm(r.norm2, plan.b, plan.a, size, r.conv1.out_channels, true);
+    if (r.has_shortcut) {
+      conv(r.shortcut, plan.x, plan.b, size, false);
+      conv(r.conv2, plan.a, plan.b, size, true, false);
+      std::swap(plan.x, plan.b);
+    } else {
+      conv(r.conv2, plan.a, plan.x, size, true);
+    }
+  }
+
+  // x <- x + to_out(softmax(q k^T / sqrt(C)) v), one head over each image's pixels.
+  void attention(int size) {
+    Plan& plan = *plan_;
+    const int C = layout_.top_channels;
+    const int64_t P = static_cast<int64_t>(size) * size;
+    const size_t element = cuda::dtype_bytes(dtype_);
+    norm(attention_.norm, plan.x, plan.a, size, C, false);
+    plan.qkv->run(device(attention_.qkv_weight), plan.a, nullptr, plan.qkv_buffer, device(attention_.qkv_bias),
+                  plan.gemm_workspace, stream_);
+    for (int first = 0; first < plan.N; first += plan.attention_chunk) {
+      auto* qkv = static_cast<std::byte*>(plan.qkv_buffer) + first * P * 3 * C * element;
+      std::byte* q = qkv;
+      std::byte* k = qkv + C * element;
+      std::byte* v = qkv + 2 * C * element;
+      plan.scores->run(k, q, nullptr, plan.scores_buffer, nullptr, plan.gemm_workspace, stream_);
+      cuda::vae_softmax(plan.scores_buffer, plan.scores_buffer, dtype_, plan.attention_chunk * P, P, stream_);
+      auto* mixed = static_cast<std::byte*>(plan.b) + first * P * C * element;
+      plan.mix->run(v, plan.scores_buffer, nullptr, mixed, nullptr, plan.gemm_workspace, stream_);
+    }
+    plan.out->run(device(attention_.out_weight), plan.b, plan.x, plan.x, device(attention_.out_bias),
+                  plan.gemm_workspace, stream_);
+  }
+
+  void upload_latents(const Tensor& z, void* destination) {
+    const int N = static_cast<int>(z.shape[0]), C = static_cast<int>(z.shape[1]), S = static_cast<int>(z.shape[2]);
+    const int C_pad = padded(C);
+    std::vector<float> nhwc(static_cast<size_t>(N) * S * S * C_pad, 0.0f);
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c)
+        for (int p = 0; p < S * S; ++p)
+          nhwc[(static_cast<size_t>(n) * S * S + p) * C_pad + c] = z.data[(static_cast<size_t>(n) * C + c) * S * S + p];
+    WeightStaging staging(dtype_);
+    staging.add(nhwc);
+    // From pageable memory the runtime has taken the bytes when the call returns, so the staging
+    // buffer may go out of scope.
+    DIT_CUDA_CHECK(cudaMemcpyAsync(destination, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice,
+                                   stream_));
+  }
+
+  Tensor download_image(const void* source, int N, int size) {
+    const int C_pad = padded(layout_.out_channels), C = layout_.out_channels;
+    const size_t count = static_cast<size_t>(N) * size * size * C_pad;
+    std::vector<std::byte> bytes(count * cuda::dtype_bytes(dtype_));
+    DIT_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), source, bytes.size(), cudaMemcpyDeviceToHost, stream_));
+    DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    Tensor out({N, C, size, size});
+    const int64_t pixels = static_cast<int64_t>(size) * size;
+    for (int n = 0; n < N; ++n)
+      for (int64_t p = 0; p < pixels; ++p)
+        for (int c = 0; c < C; ++c) {
+          const size_t index = (static_cast<size_t>(n) * pixels + p) * C_pad + c;
+          float value;
+          if (dtype_ == DeviceDtype::f32) {
+            std::memcpy(&value, bytes.data() + 4 * index, 4);
+          } else {
+            uint16_t bits;
+            std::memcpy(&bits, bytes.data() + 2 * index, 2);
+            value = dtype_ == DeviceDtype::f16 ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
+          }
+          out.data[(static_cast<size_t>(n) * C + c) * pixels + p] = value;
+        }
+    return out;
+  }
+
+  template <typename Handle, auto kDestroy>
+  struct Destroy {
+    void operator()(Handle h) const { kDestroy(h); }
+  };
+
+  VaeConfig config_;
+  vae::DecoderLayout layout_;
+  Precision precision_;
+  DeviceDtype dtype_;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasLtHandle_t cublas_ = nullptr;
+  // Destroyed after everything below them (members are destroyed in reverse order).
+  std::unique_ptr<CUstream_st, Destroy<cudaStream_t, cudaStreamDestroy>> owned_stream_;
+  std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, Destroy<cudnnHandle_t, cudnnDestroy>> owned_cudnn_;
+  std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, Destroy<cublasLtHandle_t, cublasLtDestroy>> owned_cublas_;
+  cuda::DeviceArena weights_arena_;
+  void* weights_base_ = nullptr;
+  ConvParams post_quant_, conv_in_, conv_out_;
+  ResnetParams mid_resnets_[2];
+  AttentionParams attention_;
+  std::vector<UpBlockParams> up_blocks_;
+  NormParams norm_out_;
+  std::unique_ptr<Plan> plan_;
+};
+
+}  // namespace
+
+std::unique_ptr<VaeDecoder> make_cuda_vae_decoder(const VaeConfig& config, const VaeWeights& weights,
+                                                  Precision precision) {
+  return std::make_unique<CudaVaeDecoder>(config, weights, precision);
+}
+
+}  // namespace dit

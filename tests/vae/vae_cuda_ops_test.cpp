@@ -1,0 +1,208 @@
+// The VAE's CUDA kernels (GroupNorm+SiLU, nearest 2x upsampling, row softmax) against their CPU
+// references: one table-driven case per shape and dtype, fresh random inputs each run (the seed
+// is printed on failure), outputs poisoned first, normwise error under a per-dtype bound.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/group_norm.h"
+#include "kernels/upsample.h"
+#include "kernels/vae_bias.h"
+#include "kernels/vae_softmax.h"
+#include "tests/support/test_support.h"
+#include "tests/vae/device_buffer.h"
+
+namespace dit {
+namespace {
+
+using cuda::DeviceDtype;
+
+// Output rounding dominates: about 2^-11 (f16) and 2^-8 (bf16) relative per element.
+double bound_for(DeviceDtype dtype) {
+  switch (dtype) {
+    case DeviceDtype::f16: return 2e-3;
+    case DeviceDtype::bf16: return 1.5e-2;
+    default: return 2e-6;
+  }
+}
+
+std::vector<float> rounded_input(size_t n, uint64_t seed, DeviceDtype dtype, float scale, float shift = 0) {
+  std::vector<float> v = test::random_normal(n, seed, scale);
+  for (float& x : v) x = test::round_to(x + shift, dtype);
+  return v;
+}
+
+void expect_close(const std::vector<float>& out, const std::vector<float>& ref_float, DeviceDtype dtype,
+                  uint64_t seed) {
+  const std::vector<double> ref(ref_float.begin(), ref_float.end());
+  const auto c = test::compare(out, ref);
+  EXPECT_EQ(c.non_finite, 0u) << "unwritten or non-finite elements; seed " << seed << "\n" << c.describe(out, ref);
+  EXPECT_LT(c.relative_error, bound_for(dtype)) << "seed " << seed << "\n" << c.describe(out, ref);
+}
+
+// ---------------------------------------------------------------------------------------------
+// GroupNorm (+ SiLU)
+
+struct GroupNormCase {
+  int N;
+  int64_t P;
+  int C, groups;
+  bool silu, in_place;
+  DeviceDtype dtype;
+};
+
+std::string name_of(const GroupNormCase& c) {
+  return "n" + std::to_string(c.N) + "_p" + std::to_string(c.P) + "_c" + std::to_string(c.C) + "_g" +
+         std::to_string(c.groups) + (c.silu ? "_silu" : "") + (c.in_place ? "_inplace" : "") + "_" +
+         cuda::dtype_name(c.dtype);
+}
+
+class GroupNormKernel : public testing::TestWithParam<GroupNormCase> {};
+
+TEST_P(GroupNormKernel, MatchesReference) {
+  const GroupNormCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const size_t n = static_cast<size_t>(c.N) * c.P * c.C;
+  // An offset mean exercises the two-pass variance.
+  const std::vector<float> x = rounded_input(n, seed, c.dtype, 2.0f, 3.0f);
+  std::vector<float> gamma = test::random_normal(c.C, seed + 1, 0.2f), beta = test::random_normal(c.C, seed + 2, 0.5f);
+  for (float& g : gamma) g += 1.0f;
+  std::vector<float> ref(n);
+  cpu::group_norm(x.data(), gamma.data(), beta.data(), ref.data(), c.N, c.P, c.C, c.groups, 1e-6f, c.silu);
+
+  test::DeviceBuffer in(x, c.dtype), out(n, c.dtype), gamma_d(gamma, DeviceDtype::f32), beta_d(beta, DeviceDtype::f32);
+  test::DeviceBuffer workspace(cuda::group_norm_workspace_floats(c.N, c.P, c.groups), DeviceDtype::f32);
+  out.poison();
+  workspace.poison();
+  test::DeviceBuffer& target = c.in_place ? in : out;
+  cuda::group_norm(in.get(), static_cast<float*>(gamma_d.get()), static_cast<float*>(beta_d.get()), target.get(),
+                   c.dtype, c.N, c.P, c.C, c.groups, 1e-6f, c.silu, static_cast<float*>(workspace.get()), nullptr);
+  expect_close(target.download(), ref, c.dtype, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Vae, GroupNormKernel,
+    testing::Values(GroupNormCase{2, 64, 64, 8, true, false, DeviceDtype::f32},
+                    GroupNormCase{2, 100, 48, 4, false, false, DeviceDtype::f32},  // partial last chunk
+                    GroupNormCase{1, 1024, 512, 32, true, true, DeviceDtype::f32},
+                    GroupNormCase{3, 4096, 128, 32, true, false, DeviceDtype::f16},
+                    GroupNormCase{1, 16384, 256, 32, true, true, DeviceDtype::f16},
+                    GroupNormCase{2, 1024, 512, 32, false, false, DeviceDtype::bf16},
+                    GroupNormCase{1, 7, 1536, 32, true, false, DeviceDtype::bf16}),
+    [](const auto& info) { return name_of(info.param); });
+
+// ---------------------------------------------------------------------------------------------
+// Nearest 2x upsampling
+
+struct UpsampleCase {
+  int N, H, W, C;
+  DeviceDtype dtype;
+};
+
+class UpsampleKernel : public testing::TestWithParam<UpsampleCase> {};
+
+TEST_P(UpsampleKernel, CopiesExactly) {
+  const UpsampleCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const std::vector<float> x = rounded_input(static_cast<size_t>(c.N) * c.H * c.W * c.C, seed, c.dtype, 1.0f);
+  std::vector<float> ref(x.size() * 4);
+  cpu::upsample_nearest2x(x.data(), ref.data(), c.N, c.H, c.W, c.C);
+  test::DeviceBuffer in(x, c.dtype), out(ref.size(), c.dtype);
+  out.poison();
+  cuda::upsample_nearest2x(in.get(), out.get(), c.dtype, c.N, c.H, c.W, c.C, nullptr);
+  const std::vector<float> got = out.download();
+  const std::vector<double> ref_double(ref.begin(), ref.end());
+  const auto cmp = test::compare(got, ref_double);
+  EXPECT_EQ(cmp.non_finite, 0u) << "seed " << seed << "\n" << cmp.describe(got, ref_double);
+  EXPECT_EQ(cmp.max_abs_error, 0.0) << "seed " << seed << "\n" << cmp.describe(got, ref_double);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vae, UpsampleKernel,
+                         testing::Values(UpsampleCase{2, 4, 4, 64, DeviceDtype::f32},
+                                         UpsampleCase{1, 3, 5, 6, DeviceDtype::f32},
+                                         UpsampleCase{2, 32, 32, 512, DeviceDtype::f16},
+                                         UpsampleCase{1, 64, 64, 256, DeviceDtype::bf16},
+                                         UpsampleCase{3, 7, 2, 2, DeviceDtype::f16}),
+                         [](const auto& info) {
+                           const UpsampleCase& c = info.param;
+                           return "n" + std::to_string(c.N) + "_h" + std::to_string(c.H) + "_w" + std::to_string(c.W) +
+                                  "_c" + std::to_string(c.C) + "_" + cuda::dtype_name(c.dtype);
+                         });
+
+TEST(UpsampleKernel, RejectsOddChannelsAndOverlap) {
+  test::DeviceBuffer buffer(4 * 4 * 4 * 4, DeviceDtype::f16);
+  EXPECT_THROW(cuda::upsample_nearest2x(buffer.get(), static_cast<char*>(buffer.get()) + 64, DeviceDtype::f16, 1, 2, 2, 3,
+                                        nullptr),
+               Error);
+  EXPECT_THROW(cuda::upsample_nearest2x(buffer.get(), buffer.get(), DeviceDtype::f16, 1, 2, 2, 4, nullptr), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-channel bias
+
+struct BiasCase {
+  int64_t rows;
+  int C;
+  DeviceDtype dtype;
+};
+
+class BiasKernel : public testing::TestWithParam<BiasCase> {};
+
+TEST_P(BiasKernel, MatchesReference) {
+  const BiasCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const std::vector<float> x = rounded_input(static_cast<size_t>(c.rows) * c.C, seed, c.dtype, 1.0f);
+  const std::vector<float> bias = test::random_normal(c.C, seed + 1, 1.0f);
+  std::vector<float> ref = x;
+  cpu::vae_add_bias(ref.data(), bias.data(), c.rows, c.C);
+  test::DeviceBuffer data(x, c.dtype), bias_d(bias, DeviceDtype::f32);
+  cuda::vae_add_bias(data.get(), static_cast<float*>(bias_d.get()), c.dtype, c.rows, c.C, nullptr);
+  expect_close(data.download(), ref, c.dtype, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vae, BiasKernel,
+                         testing::Values(BiasCase{64, 8, DeviceDtype::f32}, BiasCase{4096, 512, DeviceDtype::f32},
+                                         BiasCase{65536, 128, DeviceDtype::f16}, BiasCase{1000, 6, DeviceDtype::bf16}),
+                         [](const auto& info) {
+                           const BiasCase& c = info.param;
+                           return "rows" + std::to_string(c.rows) + "_c" + std::to_string(c.C) + "_" +
+                                  cuda::dtype_name(c.dtype);
+                         });
+
+// ---------------------------------------------------------------------------------------------
+// Row softmax
+
+struct SoftmaxCase {
+  int64_t R, L;
+  float scale;  // spread of the scores
+  DeviceDtype dtype;
+};
+
+class SoftmaxKernel : public testing::TestWithParam<SoftmaxCase> {};
+
+TEST_P(SoftmaxKernel, MatchesReference) {
+  const SoftmaxCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const std::vector<float> x = rounded_input(static_cast<size_t>(c.R * c.L), seed, c.dtype, c.scale);
+  std::vector<float> ref(x.size());
+  cpu::vae_softmax(x.data(), ref.data(), c.R, c.L);
+  test::DeviceBuffer in(x, c.dtype), out(x.size(), c.dtype);
+  out.poison();
+  cuda::vae_softmax(in.get(), out.get(), c.dtype, c.R, c.L, nullptr);
+  expect_close(out.download(), ref, c.dtype, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vae, SoftmaxKernel,
+                         testing::Values(SoftmaxCase{16, 16, 1.0f, DeviceDtype::f32},
+                                         SoftmaxCase{64, 1024, 4.0f, DeviceDtype::f32},
+                                         SoftmaxCase{3, 77, 30.0f, DeviceDtype::f32},
+                                         SoftmaxCase{4096, 4096, 3.0f, DeviceDtype::f16},
+                                         SoftmaxCase{1024, 1024, 3.0f, DeviceDtype::bf16}),
+                         [](const auto& info) {
+                           const SoftmaxCase& c = info.param;
+                           return "r" + std::to_string(c.R) + "_l" + std::to_string(c.L) + "_s" +
+                                  std::to_string(static_cast<int>(c.scale)) + "_" + cuda::dtype_name(c.dtype);
+                         });
+
+}  // namespace
+}  // namespace dit
