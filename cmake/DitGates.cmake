@@ -1,0 +1,98 @@
+# Fixed during a session. Quality gates as CTest fixtures (see quality/README.md).
+#
+#   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
+#                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds])
+#     quality.<set>.render            renders the candidate's outputs into
+#                                     $DIT_RUN_DIR/quality/<set>/render (no golden path given);
+#                                     FIXTURES_SETUP quality.<set>
+#     quality.<set>.<metric>          one per required metric of the contract
+#     quality.<set>.critical.<case>   one per critical case of this corpus (label `critical`)
+#   Every test is labelled `quality` (GPU sets also `gpu`); the gates need the fixture, read
+#   the baseline from $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification
+#   from $DIT_CLASSIFICATION (default exact), write gate reports to $DIT_RUN_DIR/quality/gates/
+#   (default DIT_QUALITY_RUN_DIR), and skip (77) until a baseline is recorded.
+#   Each call also adds the set to <build>/quality/gate-sets.json, which `dit-quality baseline`
+#   reads to record every set of the build.
+include_guard(GLOBAL)
+
+set(DIT_QUALITY_BASELINE_DIR "${PROJECT_SOURCE_DIR}/.autoresearch/baseline" CACHE PATH
+  "Baseline directory the quality gates use when DIT_BASELINE_DIR is unset")
+set(DIT_QUALITY_RUN_DIR "${PROJECT_BINARY_DIR}/quality-run" CACHE PATH
+  "Run directory the quality gates use when DIT_RUN_DIR is unset")
+set(DIT_QUALITY_GATE_SETS "${PROJECT_BINARY_DIR}/quality/gate-sets.json")
+
+function(dit_add_gate)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "GPU" "SET;CORPUS;CONTRACT;BACKEND;PRECISION;RENDER_TIMEOUT" "")
+  if(NOT arg_SET OR NOT arg_CORPUS OR NOT arg_CONTRACT OR NOT arg_BACKEND)
+    message(FATAL_ERROR "dit_add_gate needs SET, CORPUS, CONTRACT and BACKEND")
+  endif()
+  if(NOT TARGET dit-quality)
+    message(FATAL_ERROR "dit_add_gate needs the dit-quality target (quality/CMakeLists.txt)")
+  endif()
+  if(NOT arg_PRECISION)
+    set(arg_PRECISION fp32)
+  endif()
+  get_filename_component(corpus "${arg_CORPUS}" ABSOLUTE)
+  get_filename_component(contract "${arg_CONTRACT}" ABSOLUTE)
+  get_filename_component(corpus_name "${corpus}" NAME)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${corpus}" "${contract}")
+
+  # The gate-sets file: every set declared so far in this build.
+  get_property(sets GLOBAL PROPERTY DIT_QUALITY_SET_ENTRIES)
+  string(JSON entry SET "{}" name "\"${arg_SET}\"")
+  string(JSON entry SET "${entry}" corpus "\"${corpus}\"")
+  string(JSON entry SET "${entry}" contract "\"${contract}\"")
+  string(JSON entry SET "${entry}" backend "\"${arg_BACKEND}\"")
+  string(JSON entry SET "${entry}" precision "\"${arg_PRECISION}\"")
+  string(JSON entry SET "${entry}" data_dir "\"${DIT_TEST_DATA_DIR}\"")
+  list(APPEND sets "${entry}")
+  set_property(GLOBAL PROPERTY DIT_QUALITY_SET_ENTRIES "${sets}")
+  list(JOIN sets ",\n    " joined)
+  file(WRITE "${DIT_QUALITY_GATE_SETS}" "{\n  \"sets\": [\n    ${joined}\n  ]\n}\n")
+
+  file(READ "${contract}" contract_text)
+  string(JSON metric_count LENGTH "${contract_text}" required_metrics)
+  string(JSON critical_list ERROR_VARIABLE no_critical GET "${contract_text}" critical_cases "${corpus_name}")
+  if(no_critical)
+    message(FATAL_ERROR "${contract}: critical_cases has no entry for ${corpus_name}")
+  endif()
+  string(JSON critical_count LENGTH "${critical_list}")
+
+  set(common --gate-sets "${DIT_QUALITY_GATE_SETS}" --set ${arg_SET} --default-run-dir "${DIT_QUALITY_RUN_DIR}")
+  set(render_test quality.${arg_SET}.render)
+  add_test(NAME ${render_test} COMMAND dit-quality render ${common})
+  set_tests_properties(${render_test} PROPERTIES FIXTURES_SETUP quality.${arg_SET} LABELS quality
+    SKIP_RETURN_CODE 77)
+  if(arg_RENDER_TIMEOUT)
+    set_tests_properties(${render_test} PROPERTIES TIMEOUT ${arg_RENDER_TIMEOUT})
+  endif()
+  set(gate_tests "")
+  math(EXPR last_metric "${metric_count} - 1")
+  foreach(index RANGE ${last_metric})
+    string(JSON metric GET "${contract_text}" required_metrics ${index})
+    add_test(NAME quality.${arg_SET}.${metric} COMMAND dit-quality gate ${common} --metric ${metric}
+      --default-baseline-dir "${DIT_QUALITY_BASELINE_DIR}")
+    set_tests_properties(quality.${arg_SET}.${metric} PROPERTIES LABELS quality)
+    list(APPEND gate_tests quality.${arg_SET}.${metric})
+  endforeach()
+  if(critical_count GREATER 0)
+    math(EXPR last_case "${critical_count} - 1")
+    foreach(index RANGE ${last_case})
+      string(JSON case_id GET "${critical_list}" ${index})
+      add_test(NAME quality.${arg_SET}.critical.${case_id} COMMAND dit-quality gate ${common}
+        --critical-case ${case_id} --default-baseline-dir "${DIT_QUALITY_BASELINE_DIR}")
+      set_tests_properties(quality.${arg_SET}.critical.${case_id} PROPERTIES LABELS "quality;critical")
+      list(APPEND gate_tests quality.${arg_SET}.critical.${case_id})
+    endforeach()
+  endif()
+  set_tests_properties(${gate_tests} PROPERTIES FIXTURES_REQUIRED quality.${arg_SET} SKIP_RETURN_CODE 77)
+  if(arg_GPU)
+    foreach(test_name IN LISTS render_test gate_tests)
+      _dit_mark_gpu_test(${test_name})
+    endforeach()
+  endif()
+  list(LENGTH gate_tests gate_count)
+  math(EXPR test_count "${gate_count} + 1")
+  # How many tests this set adds (the end-to-end check asserts that many ran).
+  set_property(GLOBAL PROPERTY DIT_QUALITY_TEST_COUNT_${arg_SET} ${test_count})
+endfunction()

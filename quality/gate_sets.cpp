@@ -1,0 +1,38 @@
+// Fixed during a session (quality/ is the evaluator; see quality/README.md).
+#include "quality/gate_sets.h"
+
+#include <nlohmann/json.hpp>
+
+#include "model/error.h"
+#include "quality/files.h"
+
+namespace dit::quality {
+
+std::vector<GateSet> load_gate_sets(const std::string& path) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::parse_error& error) {
+    throw Error(ErrorKind::invalid_file, path + ": not valid JSON (" + error.what() + ")");
+  }
+  if (!root.is_object() || !root.contains("sets") || !root.at("sets").is_array())
+    throw Error(ErrorKind::invalid_file, path + ": expected {\"sets\": [...]}");
+  std::vector<GateSet> sets;
+  for (const auto& entry : root.at("sets")) {
+    GateSet set;
+    try {
+      set.name = entry.at("name").get<std::string>();
+      set.corpus = entry.at("corpus").get<std::string>();
+      set.contract = entry.at("contract").get<std::string>();
+      set.backend = entry.at("backend").get<std::string>();
+      set.precision = entry.at("precision").get<std::string>();
+      set.data_dir = entry.at("data_dir").get<std::string>();
+    } catch (const nlohmann::json::exception& error) {
+      throw Error(ErrorKind::invalid_file, path + ": malformed set entry (" + error.what() + ")");
+    }
+    sets.push_back(set);
+  }
+  return sets;
+}
+
+}  // namespace dit::quality

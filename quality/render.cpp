@@ -1,0 +1,161 @@
+// Fixed during a session (quality/ is the evaluator; see quality/README.md).
+#include "quality/render.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include "model/error.h"
+#include "model/safetensors.h"
+#include "quality/sha256.h"
+
+namespace dit::quality {
+
+namespace {
+
+// The tiny models of the reference vectors: config and weights from tests/data.
+bool is_tiny_model(const std::string& model) { return model == "tiny_a" || model == "tiny_b"; }
+
+std::string model_key(const Case& c) {
+  return c.model + "|" + std::to_string(c.image_size) + "|" + c.vae + "|" + std::to_string(c.weights_seed);
+}
+
+SampleRequest request_for(const Case& c) {
+  SampleRequest request;
+  request.class_labels = {c.class_label};
+  request.seeds = {c.seed};
+  request.steps = c.steps;
+  request.cfg_scale = static_cast<float>(c.cfg_scale);
+  request.sampler = parse_sampler(c.sampler);
+  return request;
+}
+
+[[noreturn]] void case_error(const Case& c, const std::string& problem) {
+  throw Error(ErrorKind::invalid_argument, "case " + c.id + " (line " + std::to_string(c.line) + "): " + problem);
+}
+
+}  // namespace
+
+struct Renderer::Loaded {
+  std::string key;
+  ModelConfig config;
+  std::unique_ptr<DitModel> model;
+  std::unique_ptr<VaeDecoder> vae;
+};
+
+Renderer::Renderer(RenderSettings settings) : settings_(std::move(settings)) {}
+Renderer::~Renderer() = default;
+
+Renderer::Loaded& Renderer::load(const Case& c) {
+  if (loaded_ && loaded_->key == model_key(c)) return *loaded_;
+  loaded_.reset();  // release the previous model's memory before loading the next
+  auto loaded = std::make_unique<Loaded>();
+  loaded->key = model_key(c);
+  DitWeights weights;
+  if (is_tiny_model(c.model)) {
+    const std::string path = settings_.data_dir + "/dit_" + c.model + ".weights.safetensors";
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    auto config = file.metadata().find("config");
+    if (config == file.metadata().end()) case_error(c, path + " has no __metadata__.config");
+    loaded->config = model_config_from_json(config->second);
+    weights = DitWeights::load(path, loaded->config);
+  } else {
+    loaded->config = model_config(c.model, c.image_size);
+    weights = DitWeights::random(loaded->config, c.weights_seed);
+  }
+  if (settings_.edit_weights) settings_.edit_weights(weights);
+  const VaeConfig vae_config = c.vae == "tiny" ? tiny_vae_config() : sd_vae_config();
+  const int upsampling = 1 << (vae_config.block_out_channels.size() - 1);
+  if (loaded->config.input_size * upsampling != c.image_size)
+    case_error(c, "image_size " + std::to_string(c.image_size) + " does not match the model's latent size " +
+                      std::to_string(loaded->config.input_size) + " times the " + c.vae + " VAE's " +
+                      std::to_string(upsampling) + "x upsampling");
+  if (c.class_label >= loaded->config.num_classes)
+    case_error(c, "class_label " + std::to_string(c.class_label) + " is not below the model's " +
+                      std::to_string(loaded->config.num_classes) + " classes");
+  loaded->model = make_model(settings_.backend, loaded->config, weights, settings_.precision);
+  loaded->vae = make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, c.weights_seed),
+                                 settings_.precision);
+  loaded_ = std::move(loaded);
+  return *loaded_;
+}
+
+RenderedCase Renderer::render(const Case& c) { return render_in_batch(c, 0, 0); }
+
+RenderedCase Renderer::render_in_batch(const Case& c, int companions, int position) {
+  Loaded& loaded = load(c);
+  SampleRequest request = request_for(c);
+  request.class_labels.clear();
+  request.seeds.clear();
+  for (int i = 0, companion = 0; i <= companions; ++i) {
+    if (i == position) {
+      request.class_labels.push_back(c.class_label);
+      request.seeds.push_back(c.seed);
+    } else {
+      ++companion;
+      request.class_labels.push_back((c.class_label + 7 * companion) % loaded.config.num_classes);
+      request.seeds.push_back(c.seed + 1000003ull * companion);
+    }
+  }
+  const PipelineResult result = generate(*loaded.model, *loaded.vae, request);
+  const int64_t per_image = result.latents.numel() / result.latents.dim(0);
+  RenderedCase rendered;
+  rendered.latent = Tensor({1, result.latents.dim(1), result.latents.dim(2), result.latents.dim(3)});
+  std::memcpy(rendered.latent.ptr(), result.latents.ptr() + position * per_image, per_image * sizeof(float));
+  rendered.image = result.images.at(static_cast<size_t>(position));
+  return rendered;
+}
+
+bool identical_bytes(const RenderedCase& a, const RenderedCase& b) {
+  return a.latent.shape == b.latent.shape &&
+         std::memcmp(a.latent.ptr(), b.latent.ptr(), a.latent.data.size() * sizeof(float)) == 0 &&
+         a.image.width == b.image.width && a.image.height == b.image.height && a.image.rgb == b.image.rgb;
+}
+
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered) {
+  const std::string latent_path = out_dir + "/" + latent_file_name(case_id);
+  const std::string image_path = out_dir + "/" + image_file_name(case_id);
+  write_safetensors(latent_path, {{kLatentTensorName, rendered.latent}}, {{"case", case_id}});
+  write_png(image_path, rendered.image);
+  RenderRecord record;
+  record.latent_sha256 = sha256_file(latent_path);
+  record.image_sha256 = sha256_file(image_path);
+  return record;
+}
+
+RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
+                             const std::string& out_dir) {
+  std::filesystem::create_directories(out_dir);
+  std::error_code ignored;
+  std::filesystem::remove(out_dir + "/render.json", ignored);
+  RenderManifest manifest;
+  manifest.set = set;
+  manifest.corpus_name = corpus.name;
+  manifest.corpus_sha256 = corpus.sha256;
+  manifest.backend = backend_name(settings.backend);
+  manifest.precision = precision_name(settings.precision);
+  Renderer renderer(settings);
+  // Group the cases by model so each model is loaded once; the manifest is keyed by id.
+  std::vector<const Case*> order;
+  for (const Case& c : corpus.cases) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Case* a, const Case* b) { return model_key(*a) < model_key(*b); });
+  for (const Case* c : order) {
+    const auto start = std::chrono::steady_clock::now();
+    const RenderedCase first = renderer.render(*c);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    RenderRecord record = write_rendered_case(out_dir, c->id, first);
+    record.seconds = seconds;
+    record.deterministic = identical_bytes(first, renderer.render(*c));
+    if (settings.log)
+      *settings.log << c->id << ": " << seconds << " s" << (record.deterministic ? "" : ", NOT deterministic")
+                    << "\n";
+    manifest.cases[c->id] = record;
+  }
+  save_render_manifest(out_dir, manifest);
+  return manifest;
+}
+
+}  // namespace dit::quality

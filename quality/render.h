@@ -1,0 +1,64 @@
+// Fixed during a session (quality/ is the evaluator; see quality/README.md).
+// Renders corpus cases through the engine's public API (make_model, make_vae_decoder,
+// generate) and writes a render directory. It is never told where the golden files are.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/dit_model.h"
+#include "model/pipeline.h"
+#include "model/vae.h"
+#include "quality/corpus.h"
+#include "quality/store.h"
+
+namespace dit::quality {
+
+struct RenderSettings {
+  Backend backend = Backend::cpu;
+  Precision precision = Precision::fp32;
+  std::string data_dir;          // tests/data: the weights of the tiny_a / tiny_b models
+  // Edits the DiT weights after loading (tests emulate engine bugs this way).
+  std::function<void(DitWeights&)> edit_weights;
+  std::ostream* log = nullptr;    // one line per case when set
+};
+
+struct RenderedCase {
+  Tensor latent;  // [1, C, s, s] as sampled (before the VAE scaling factor)
+  Image image;
+};
+
+// Keeps the last model and decoder loaded, so consecutive cases of one model reuse them.
+class Renderer {
+ public:
+  explicit Renderer(RenderSettings settings);
+  ~Renderer();
+  const RenderSettings& settings() const { return settings_; }
+
+  RenderedCase render(const Case& c);
+  // `c` rendered in one batch with `companions` other images (other labels and seeds, same
+  // sampler settings), placed at `position` in the batch: an exact restatement of render(c).
+  RenderedCase render_in_batch(const Case& c, int companions, int position);
+
+ private:
+  struct Loaded;
+  Loaded& load(const Case& c);
+  RenderSettings settings_;
+  std::unique_ptr<Loaded> loaded_;
+};
+
+// Renders every case of `corpus` twice (the second render checks determinism) into `out_dir`
+// (created; files of earlier renders replaced) and writes render.json. Throws dit::Error when a case cannot be rendered.
+RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
+                             const std::string& out_dir);
+
+// Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes.
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id,
+                                 const RenderedCase& rendered);
+bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
+
+}  // namespace dit::quality

@@ -1,0 +1,59 @@
+// Fixed during a session (quality/ is the evaluator; see quality/README.md).
+// Where renders and baselines live, and their manifests.
+//   render directory:  render.json, <id>.latent.safetensors, <id>.png   (what `render` writes)
+//   recorded baseline: <baseline dir>/quality/<set>/MANIFEST.json (sha256 of every file below),
+//                      golden/ (a render directory: the baseline commit's fp32 outputs),
+//                      scores.json (the baseline's own scores against the golden)
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "quality/contract.h"
+#include "quality/corpus.h"
+
+namespace dit::quality {
+
+std::string latent_file_name(const std::string& case_id);  // "<id>.latent.safetensors"
+std::string image_file_name(const std::string& case_id);   // "<id>.png"
+inline constexpr const char* kLatentTensorName = "latent";  // the tensor inside the latent file
+
+struct RenderRecord {
+  std::string latent_sha256, image_sha256;
+  bool deterministic = false;  // a second render in the same process gave identical bytes
+  double seconds = 0;          // wall time of the first render
+};
+
+struct RenderManifest {
+  std::string set, corpus_name, corpus_sha256, backend, precision;
+  std::map<std::string, RenderRecord> cases;
+  nlohmann::json to_json() const;
+  static RenderManifest from_json(const nlohmann::json& json, const std::string& label);
+};
+
+// Throws dit::Error (io / invalid_file) naming the file.
+RenderManifest load_render_manifest(const std::string& render_dir);
+void save_render_manifest(const std::string& render_dir, const RenderManifest& manifest);
+
+struct BaselinePaths {
+  std::string root;  // <baseline dir>/quality/<set>
+  std::string manifest() const { return root + "/MANIFEST.json"; }
+  std::string golden() const { return root + "/golden"; }
+  std::string scores() const { return root + "/scores.json"; }
+};
+BaselinePaths baseline_paths(const std::string& baseline_dir, const std::string& set);
+bool baseline_recorded(const BaselinePaths& paths);
+
+// Hashes every file under golden/ and scores.json into MANIFEST.json, with the corpus and
+// contract hashes they were recorded against. Refuses (dit::Error) to overwrite a manifest.
+void write_baseline_manifest(const BaselinePaths& paths, const std::string& set, const Corpus& corpus,
+                             const Contract& contract, const RenderManifest& golden);
+// What is wrong with a recorded baseline (empty: intact and made for this corpus and contract):
+// a file missing, added under golden/ or changed since it was hashed, another corpus or contract.
+std::vector<std::string> verify_baseline(const BaselinePaths& paths, const Corpus& corpus,
+                                         const Contract& contract);
+
+}  // namespace dit::quality

@@ -1,0 +1,126 @@
+// dit-quality's exit codes: 2 naming the problem for malformed inputs or a refused baseline,
+// 77 with the way to record a baseline when none is recorded.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& arguments) {
+  const std::string command = std::string(DIT_QUALITY_PROGRAM) + " " + arguments + " 2>&1";
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+class Cli : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::TempDir() + "/quality_cli_test_" + testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::string real(const std::string& name) const { return std::string(DIT_QUALITY_SOURCE_DIR) + "/" + name; }
+  std::string dir_;
+};
+
+TEST_F(Cli, CheckAcceptsTheCommittedCorporaAndContract) {
+  for (const char* corpus : {"cases.jsonl", "cases_cpu.jsonl"}) {
+    const Result result = run("check --corpus " + real(corpus) + " --contract " + real("contract.json"));
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+  }
+}
+
+TEST_F(Cli, AMalformedCorpusLineExitsTwoNamingTheLine) {
+  std::ifstream in(real("cases_cpu.jsonl"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text += "{\"id\": \"broken\", \"model\": \"tiny_a\"}\n";
+  const int bad_line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  const std::string corpus = write("cases_cpu.jsonl", text);
+  const Result result = run("check --corpus " + corpus + " --contract " + real("contract.json"));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("cases_cpu.jsonl:" + std::to_string(bad_line) + ": missing field \"image_size\""),
+            std::string::npos)
+      << result.output;
+}
+
+TEST_F(Cli, AMalformedContractExitsTwoNamingTheField) {
+  std::ifstream in(real("contract.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string higher = "\"direction\": \"higher\"";
+  text.replace(text.find(higher), higher.size(), "\"direction\": \"upward\"");
+  const std::string contract = write("contract.json", text);
+  const Result result = run("check --corpus " + real("cases_cpu.jsonl") + " --contract " + contract);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find(".direction must be \"higher\" or \"lower\""), std::string::npos) << result.output;
+}
+
+TEST_F(Cli, CriticalCasesThatDisagreeWithTheCorpusExitTwo) {
+  std::ifstream in(real("cases_cpu.jsonl"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string critical = "\"critical\": true";
+  text.replace(text.find(critical), critical.size(), "\"critical\": false");
+  const std::string corpus = write("cases_cpu.jsonl", text);
+  const Result result = run("check --corpus " + corpus + " --contract " + real("contract.json"));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("is not flagged \"critical\": true"), std::string::npos) << result.output;
+}
+
+TEST_F(Cli, AGateWithoutABaselineSkipsAndSaysHowToRecordOne) {
+  const Result result = run("gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                            " --set cpu --metric image_psnr --run-dir " + dir_ + "/run --baseline-dir " + dir_ +
+                            "/no-baseline");
+  EXPECT_EQ(result.exit_code, 77) << result.output;
+  EXPECT_NE(result.output.find("SKIP: no baseline recorded"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("dit-quality baseline"), std::string::npos) << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/run/gates/quality.cpu.image_psnr.json"));
+}
+
+TEST_F(Cli, BadGateArgumentsExitTwo) {
+  const std::string common = "gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                             " --set cpu --run-dir " + dir_ + "/run --baseline-dir " + dir_ + "/b";
+  Result result = run(common + " --metric fid");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("\"fid\" is not a required metric"), std::string::npos) << result.output;
+  result = run(common + " --critical-case cpu-b-ddim10-cfg1p5-c7");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  result = run(common + " --metric image_psnr --classification fast");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("unknown classification \"fast\""), std::string::npos) << result.output;
+  result = run("gate --no-such-option");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+}
+
+TEST_F(Cli, ABaselineIsNeverRecordedOverAnother) {
+  fs::create_directories(dir_ + "/baseline/quality/cpu/golden");
+  write("baseline/quality/cpu/MANIFEST.json", "{}");
+  const Result result = run("baseline --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                            " --set cpu --baseline-dir " + dir_ + "/baseline");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("never regenerated"), std::string::npos) << result.output;
+}
+
+}  // namespace
