@@ -36,7 +36,8 @@ std::string name_of(const std::string& op, std::initializer_list<std::pair<const
   std::string name = op + "/";
   bool first = true;
   for (const auto& [key, value] : params) {
-    name += (first ? "" : "_") + std::string(key) + std::to_string(value);
+    if (!first) name += '_';
+    name.append(key).append(std::to_string(value));
     first = false;
   }
   return name + suffix;
@@ -339,8 +340,9 @@ vector<OpCase> op_cases() {
     cases.push_back({name_of("ddim_step", {{"n", 4}, {"c", 4}, {"hw", 64}, {"steps", steps}, {"index", index},
                                            {"eta_tenths", eta_tenths}}),
                      [=] { ddim_step_case(4, 4, 64, steps, index, eta_tenths / 10.0f); }});
-  cases.push_back({name_of("silu", {{"n", 1000}}), [] { activation_case("silu", 1000); }});
-  cases.push_back({name_of("gelu_tanh", {{"n", 1000}}), [] { activation_case("gelu_tanh", 1000); }});
+  for (int n : {1000, 100000})  // below and above the parallel threshold
+    for (const std::string op : {"silu", "gelu_tanh"})
+      cases.push_back({name_of(op, {{"n", n}}), [=] { activation_case(op, n); }});
   return cases;
 }
 
