@@ -489,7 +489,7 @@ def engine_figures(paths: list[pathlib.Path]) -> dict[str, float]:
             if name.startswith(f"BM_Forward/image:{size}/batch:{batch}/"):
                 keyed[f"forward/{size}/batch:{batch}"] = ms
     for name, ms in figures.items():
-        if name.startswith("BM_SampleLatents/image:256/images:1/"):
+        if name.startswith("BM_E2E_SampleLatents/256/"):
             keyed["image/256"] = ms
     return keyed
 

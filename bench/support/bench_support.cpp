@@ -232,12 +232,14 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
 
 void RateCounters::publish(benchmark::State& state) const {
   using benchmark::Counter;
-  state.counters["bytes"] = Counter(bytes_, Counter::kDefaults, Counter::kIs1024);
-  state.counters["flops"] = Counter(flops_);
-  if (seconds_ > 0) {
-    const double per_second = static_cast<double>(iterations_) / seconds_;
-    state.counters["bytes_per_second"] = Counter(bytes_ * per_second, Counter::kDefaults, Counter::kIs1024);
-    state.counters["flops_per_second"] = Counter(flops_ * per_second);
+  const double per_second = seconds_ > 0 ? static_cast<double>(iterations_) / seconds_ : 0.0;
+  if (bytes_ > 0) {
+    state.counters["bytes"] = Counter(bytes_, Counter::kDefaults, Counter::kIs1024);
+    if (per_second > 0) state.counters["bytes_per_second"] = Counter(bytes_ * per_second, Counter::kDefaults, Counter::kIs1024);
+  }
+  if (flops_ > 0) {
+    state.counters["flops"] = Counter(flops_);
+    if (per_second > 0) state.counters["flops_per_second"] = Counter(flops_ * per_second);
   }
 }
 

@@ -69,7 +69,8 @@ int run_main(int argc, char** argv, const DeviceProbe& probe);
 
 // Counters per iteration (`bytes`, `flops`) and as rates over the measured seconds
 // (`bytes_per_second`, `flops_per_second`), so that rates follow the GPU time of manually
-// timed runs rather than the CPU time Google Benchmark's own rates use.
+// timed runs rather than the CPU time Google Benchmark's own rates use. A count of 0 means
+// "not known" and publishes no counter.
 class RateCounters {
  public:
   RateCounters(double bytes_per_iteration, double flops_per_iteration)

@@ -26,4 +26,30 @@ double weight_bytes(const ModelConfig& config, Precision precision) {
   return element * static_cast<double>(config.parameter_count());
 }
 
+double vae_decoder_macs(const VaeConfig& config, int latent_size) {
+  auto conv = [](double size, double in, double out, double kernel) { return size * size * in * out * kernel * kernel; };
+  const std::vector<int>& channels = config.block_out_channels;
+  double size = latent_size;
+  double channel = channels.back();
+  double macs = conv(size, config.latent_channels, config.latent_channels, 1)  // post_quant_conv
+                + conv(size, config.latent_channels, channel, 3);             // conv_in
+  auto resnet = [&](double in, double out) {
+    return conv(size, in, out, 3) + conv(size, out, out, 3) + (in != out ? conv(size, in, out, 1) : 0.0);
+  };
+  const double pixels = size * size;
+  macs += 2 * resnet(channel, channel) + 4 * pixels * channel * channel + 2 * pixels * pixels * channel;
+  for (size_t block = 0; block < channels.size(); ++block) {
+    const double out = channels[channels.size() - 1 - block];
+    for (int layer = 0; layer <= config.layers_per_block; ++layer) {
+      macs += resnet(layer == 0 ? channel : out, out);
+    }
+    channel = out;
+    if (block + 1 < channels.size()) {
+      size *= 2;
+      macs += conv(size, channel, channel, 3);  // the upsampler's convolution after 2x nearest
+    }
+  }
+  return macs + conv(size, channel, config.out_channels, 3);  // conv_out
+}
+
 }  // namespace dit::bench

@@ -5,6 +5,7 @@
 
 #include "model/config.h"
 #include "model/dit_model.h"
+#include "model/vae.h"
 
 namespace dit::bench {
 
@@ -14,5 +15,9 @@ double forward_macs_per_sample(const ModelConfig& config);
 double forward_flops(const ModelConfig& config, int batch);
 // Bytes of the weights at `precision` (2 for fp16/bf16, 4 otherwise).
 double weight_bytes(const ModelConfig& config, Precision precision);
+
+// Multiply-accumulates of the VAE decoder for one latent of `latent_size` squared: every
+// convolution (3x3 and 1x1 shortcuts) and the mid-block attention (projections, q k^T, p v).
+double vae_decoder_macs(const VaeConfig& config, int latent_size);
 
 }  // namespace dit::bench

@@ -90,6 +90,15 @@ TEST(ModelCosts, DitXl2ForwardMatchesThePublishedCount) {
                    4.0 * forward_macs_per_sample(model_config("DiT-XL/2", 256)));
 }
 
+TEST(ModelCosts, SdVaeDecoderMatchesTheEstimate) {
+  // FACTS.md: about 311 G multiply-accumulates at 256 (a 32x32 latent); four times the pixels
+  // at 512 give a little over four times the work (attention grows with the square).
+  const double at_256 = vae_decoder_macs(sd_vae_config(), 32);
+  EXPECT_NEAR(at_256 / 1e9, 311.0, 8.0);
+  EXPECT_GT(vae_decoder_macs(sd_vae_config(), 64), 4.0 * at_256);
+  EXPECT_LT(vae_decoder_macs(sd_vae_config(), 64), 4.5 * at_256);
+}
+
 TEST(ModelCosts, WeightBytesFollowThePrecision) {
   const ModelConfig config = model_config("DiT-XL/2", 256);
   EXPECT_NEAR(weight_bytes(config, Precision::fp16) / 1e9, 1.35, 0.02);

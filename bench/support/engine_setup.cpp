@@ -1,0 +1,50 @@
+#include "bench/support/engine_setup.h"
+
+#include <random>
+
+#include "model/safetensors.h"
+#include "model/weights.h"
+
+namespace dit::bench {
+
+DitWeights bench_weights(const EngineChoice& choice, const ModelConfig& config) {
+  if (choice.weights_path.empty()) return DitWeights::random(config, choice.weights_seed);
+  const SafetensorsFile file = SafetensorsFile::open(choice.weights_path);
+  int checkpoint_size = 256;
+  const auto metadata = file.metadata().find("config");
+  if (metadata != file.metadata().end()) {
+    checkpoint_size = 8 * model_config_from_json(metadata->second).input_size;
+  }
+  DitWeights weights = DitWeights::load(choice.weights_path, model_config(config.name, checkpoint_size));
+  weights.tensors["pos_embed"] = sincos_pos_embed(config.hidden_size, config.grid());
+  return weights;
+}
+
+DitModel& ModelCache::get(int image_size) {
+  if (!model_ || image_size_ != image_size) {
+    model_.reset();
+    const ModelConfig config = model_config(choice_.model, image_size);
+    model_ = make_model(choice_.backend, config, bench_weights(choice_, config), choice_.precision);
+    image_size_ = image_size;
+  }
+  return *model_;
+}
+
+ForwardInputs random_forward_inputs(const ModelConfig& config, int batch, uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal;
+  ForwardInputs inputs{Tensor({batch, config.in_channels, config.input_size, config.input_size}), {}, {}};
+  for (float& value : inputs.x.data) value = normal(generator);
+  for (int i = 0; i < batch; ++i) {
+    inputs.t.push_back(static_cast<int64_t>(generator() % 1000));
+    inputs.y.push_back(static_cast<int64_t>(generator() % (config.num_classes + 1)));
+  }
+  return inputs;
+}
+
+std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed) {
+  const VaeConfig config = sd_vae_config();
+  return make_vae_decoder(backend, config, VaeWeights::random(config, seed), precision);
+}
+
+}  // namespace dit::bench

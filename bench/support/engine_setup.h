@@ -1,0 +1,58 @@
+// Models, weights and inputs for the engine benchmarks: one weight set per process (seeded
+// random, or a checkpoint given with --weights), a model per image size built on demand, and
+// fresh random inputs for every iteration.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/dit_model.h"
+#include "model/vae.h"
+
+namespace dit::bench {
+
+// The seed of the random weights every GPU suite uses when no checkpoint is given (the same
+// as torch_reference.py's, though the generators differ: timing does not depend on values).
+constexpr uint64_t kBenchWeightsSeed = 20261129;
+
+struct EngineChoice {
+  std::string model = "DiT-XL/2";
+  std::string weights_path;  // empty: DitWeights::random(config, weights_seed)
+  uint64_t weights_seed = kBenchWeightsSeed;
+  Backend backend = Backend::cuda;
+  Precision precision = Precision::fp16;
+};
+
+// DiT weights for `config`. A checkpoint is loaded for the image size in its metadata (256 when
+// it names none) and its pos_embed replaced by the fixed table of `config`'s grid, so that one
+// checkpoint serves 256 and 512 (the table is a function of the grid, not a trained weight).
+DitWeights bench_weights(const EngineChoice& choice, const ModelConfig& config);
+
+// Keeps one model alive at a time (a model per image size would hold two weight copies and
+// distort the memory counters); building another size releases the previous one first.
+class ModelCache {
+ public:
+  explicit ModelCache(EngineChoice choice) : choice_(std::move(choice)) {}
+  DitModel& get(int image_size);
+  const EngineChoice& choice() const { return choice_; }
+
+ private:
+  EngineChoice choice_;
+  int image_size_ = 0;
+  std::unique_ptr<DitModel> model_;
+};
+
+struct ForwardInputs {
+  Tensor x;                // [B, C, S, S] from N(0, 1)
+  std::vector<int64_t> t;  // [B] in [0, 1000)
+  std::vector<int64_t> y;  // [B] in [0, num_classes], the null class included
+};
+ForwardInputs random_forward_inputs(const ModelConfig& config, int batch, uint64_t seed);
+
+// The SD VAE decoder with seeded random weights (the engine's own generator).
+std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed = kBenchWeightsSeed);
+
+}  // namespace dit::bench
