@@ -19,6 +19,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
 #include "kernels/gated_residual.h"
@@ -373,7 +374,7 @@ void CudaDitModel::run_forward(int rows, const int64_t* timesteps) {
     cuda::layernorm_modulate(act_.residual, shift_msa, scale_msa, mod_stride, act_.normed, compute_, rows, T, D,
                              kLayerNormEps, stream_);
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
-    cuda::attention_naive(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+    cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
     linear(block.proj, act_.attention, compute_, act_.branch, f32, tokens, GemmEpilogue::bias);
     cuda::gated_residual(act_.residual, act_.branch, gate_msa, mod_stride, rows, T, D, stream_);
 

@@ -14,6 +14,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
 #include "kernels/class_embed.h"
 #include "kernels/gated_residual.h"
 #include "kernels/guidance.h"
@@ -290,6 +291,52 @@ INSTANTIATE_TEST_SUITE_P(attention, CudaAttention,
                                          AttentionCase{1, 3, 100, 40, DeviceDtype::f32},
                                          AttentionCase{1, 16, 1024, 72, DeviceDtype::f16}),
                          [](const auto& info) { return info.param.name(); });
+
+// --- attention (flash, tensor cores) ------------------------------------------------------------
+
+class CudaAttentionFlash : public testing::TestWithParam<AttentionCase> {};
+
+// Against the CPU reference (per-dtype bound) and against the naive kernel on the same device
+// inputs (P is rounded to the dtype before P V, so the two differ by about one such rounding).
+TEST_P(CudaAttentionFlash, matches_reference_and_naive_kernel) {
+  const AttentionCase k = GetParam();
+  ASSERT_TRUE(cuda::attention_flash_supported(k.dtype, k.hd));
+  const uint64_t seed = test::fresh_seed();
+  const size_t qkv_size = static_cast<size_t>(k.B) * k.N * 3 * k.H * k.hd;
+  const vector<float> qkv = test::round_to(test::random_normal(qkv_size, seed, 1.5f), k.dtype);
+  vector<float> ref(static_cast<size_t>(k.B) * k.N * k.H * k.hd);
+  cpu::attention(qkv.data(), ref.data(), k.B, k.N, k.H, k.hd);
+  DeviceTensor dqkv(qkv, k.dtype), dflash(ref.size(), k.dtype), dnaive(ref.size(), k.dtype);
+  dflash.poison();
+  dnaive.poison();
+  cuda::attention_flash(dqkv.data(), dflash.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
+  cuda::attention_naive(dqkv.data(), dnaive.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
+  size_t unwritten = 0, naive_unwritten = 0;
+  const vector<float> flash = dflash.download(&unwritten);
+  const vector<float> naive = dnaive.download(&naive_unwritten);
+  ASSERT_EQ(naive_unwritten, 0u);
+  expect_close("attention_flash/" + k.name(), flash, unwritten, test::to_double(ref), bound_for(k.dtype), seed);
+  expect_close("attention_flash_vs_naive/" + k.name(), flash, 0, test::to_double(naive), bound_for(k.dtype), seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(attention_flash, CudaAttentionFlash,
+                         testing::Values(AttentionCase{2, 16, 256, 72, DeviceDtype::f16},
+                                         AttentionCase{2, 16, 256, 72, DeviceDtype::bf16},
+                                         AttentionCase{2, 16, 1024, 72, DeviceDtype::f16},
+                                         AttentionCase{2, 12, 256, 64, DeviceDtype::f16},
+                                         AttentionCase{2, 12, 256, 64, DeviceDtype::bf16},
+                                         AttentionCase{1, 2, 100, 72, DeviceDtype::f16},
+                                         AttentionCase{1, 3, 17, 64, DeviceDtype::bf16},
+                                         AttentionCase{3, 1, 1, 72, DeviceDtype::f16},
+                                         AttentionCase{1, 2, 130, 64, DeviceDtype::f16}),
+                         [](const auto& info) { return info.param.name(); });
+
+TEST(CudaAttentionFlashChecks, rejects_unsupported_shapes) {
+  DeviceTensor qkv(3 * 16 * 2 * 40, DeviceDtype::f16), out(16 * 2 * 40, DeviceDtype::f16);
+  EXPECT_FALSE(cuda::attention_flash_supported(DeviceDtype::f32, 72));
+  EXPECT_FALSE(cuda::attention_flash_supported(DeviceDtype::f16, 40));
+  EXPECT_THROW(cuda::attention_flash(qkv.data(), out.data(), DeviceDtype::f16, 1, 16, 2, 40, nullptr), Error);
+}
 
 // --- unpatchify ---------------------------------------------------------------------------------
 
