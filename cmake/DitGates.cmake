@@ -1,7 +1,7 @@
 # Fixed during a session. Quality gates as CTest fixtures (see quality/README.md).
 #
 #   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
-#                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds])
+#                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
 #     quality.<set>.render            renders the candidate's outputs into
 #                                     $DIT_RUN_DIR/quality/<set>/render (no golden path given);
 #                                     FIXTURES_SETUP quality.<set>
@@ -11,6 +11,9 @@
 #   the baseline from $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification
 #   from $DIT_CLASSIFICATION (default exact), write gate reports to $DIT_RUN_DIR/quality/gates/
 #   (default DIT_QUALITY_RUN_DIR), and skip (77) until a baseline is recorded.
+#   ENVIRONMENT applies to the render test (the CPU set pins OpenMP to one thread, so a
+#   parallel ctest does not oversubscribe the cores; its outputs are bit-identical either way,
+#   which the calibration's one-thread restatement checks).
 #   Each call also adds the set to <build>/quality/gate-sets.json, which `dit-quality baseline`
 #   reads to record every set of the build.
 include_guard(GLOBAL)
@@ -22,7 +25,7 @@ set(DIT_QUALITY_RUN_DIR "${PROJECT_BINARY_DIR}/quality-run" CACHE PATH
 set(DIT_QUALITY_GATE_SETS "${PROJECT_BINARY_DIR}/quality/gate-sets.json")
 
 function(dit_add_gate)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "GPU" "SET;CORPUS;CONTRACT;BACKEND;PRECISION;RENDER_TIMEOUT" "")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "GPU" "SET;CORPUS;CONTRACT;BACKEND;PRECISION;RENDER_TIMEOUT" "ENVIRONMENT")
   if(NOT arg_SET OR NOT arg_CORPUS OR NOT arg_CONTRACT OR NOT arg_BACKEND)
     message(FATAL_ERROR "dit_add_gate needs SET, CORPUS, CONTRACT and BACKEND")
   endif()
@@ -63,6 +66,9 @@ function(dit_add_gate)
   add_test(NAME ${render_test} COMMAND dit-quality render ${common})
   set_tests_properties(${render_test} PROPERTIES FIXTURES_SETUP quality.${arg_SET} LABELS quality
     SKIP_RETURN_CODE 77)
+  if(arg_ENVIRONMENT)
+    set_tests_properties(${render_test} PROPERTIES ENVIRONMENT "${arg_ENVIRONMENT}")
+  endif()
   if(arg_RENDER_TIMEOUT)
     set_tests_properties(${render_test} PROPERTIES TIMEOUT ${arg_RENDER_TIMEOUT})
   endif()
