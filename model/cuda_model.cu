@@ -4,6 +4,13 @@
 // fp32/tf32, else fp16/bf16), always with float32 accumulation. The timestep MLP, the patch
 // embedding and the label table stay float32 at every precision: they are 0.3% of the weights
 // and every modulation of the network derives from them.
+//
+// Restructurings (exact up to float32 rounding): the adaLN layers of all blocks and of the
+// final layer are one concatenated [depth*6D + 2D, D] GEMM, run once per forward pass or, in
+// sample(), once per chunk of steps for all of the chunk's conditionings (the weights are read
+// once per chunk instead of once per step); each gated residual is fused with the LayerNorm
+// that follows it; the forward pass of a batch size is captured once as a CUDA Graph and
+// replayed (DIT_CUDA_GRAPHS=0 runs it eagerly instead).
 #include "model/cuda_model.h"
 
 #include <cuda_bf16.h>
@@ -12,6 +19,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -27,6 +35,7 @@
 #include "kernels/layernorm_modulate.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
+#include "kernels/residual_layernorm.h"
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
@@ -46,6 +55,9 @@ constexpr int kFrequencyDim = 256;   // TimestepEmbedder.frequency_embedding_siz
 constexpr float kMaxPeriod = 10000.0f;
 constexpr int kGuidedChannels = 3;   // upstream guides epsilon channels 0-2 only
 constexpr float kLayerNormEps = 1e-6f;
+// Device memory for the modulations of a chunk of sampling steps: at batch 2 of DiT-XL/2 that is
+// about 40 steps per adaLN GEMM.
+constexpr size_t kModulationChunkBytes = size_t{64} << 20;
 
 class NvtxRange {
  public:
@@ -64,21 +76,24 @@ struct DeviceLinear {
 };
 
 struct DeviceBlock {
-  DeviceLinear adaln, qkv, proj, fc1, fc2;
+  DeviceLinear qkv, proj, fc1, fc2;
 };
 
-// Activation buffers for `rows` batch rows and `steps` sampling steps, carved from one arena.
+// Activation buffers for `rows` batch rows, `steps` sampling steps and `conditionings` rows of
+// conditioning at once (a chunk of steps times the rows), carved from one arena.
 struct Activations {
-  int rows = 0, steps = 0;
+  int rows = 0, steps = 0, conditionings = 0;
   float* x_in = nullptr;          // [rows, C, S, S] model input
-  int64_t* labels = nullptr;      // [rows]
+  int64_t* labels = nullptr;      // [steps, rows]; forward() uses row block 0
   int64_t* timesteps = nullptr;   // [steps, rows]; forward() uses row block 0
-  float* frequencies = nullptr;   // [rows, 256]
-  float* t_hidden = nullptr;      // [rows, D]
-  float* t_emb = nullptr;         // [rows, D]
-  float* conditioning = nullptr;  // [rows, D] c = t_emb + y_emb
-  void* silu_c = nullptr;         // [rows, D] compute dtype
-  float* modulation = nullptr;    // [rows, 6D] shift, scale, gate (msa), shift, scale, gate (mlp)
+  float* frequencies = nullptr;   // [conditionings, 256]
+  float* t_hidden = nullptr;      // [conditionings, D]
+  float* t_emb = nullptr;         // [conditionings, D]
+  float* conditioning = nullptr;  // [conditionings, D] c = t_emb + y_emb
+  void* silu_c = nullptr;         // [conditionings, D] compute dtype
+  float* modulation_chunk = nullptr;  // [conditionings, NM] every adaLN output of a chunk of steps
+  float* modulation = nullptr;    // [rows, NM] the forward pass's: per block shift, scale, gate
+                                  // (msa), shift, scale, gate (mlp); then final shift, scale
   float* residual = nullptr;      // [rows, T, D] the residual stream h
   void* normed = nullptr;         // [rows, T, D] compute dtype, LN + modulation
   void* qkv = nullptr;            // [rows, T, 3, H, hd] compute dtype
@@ -110,14 +125,21 @@ class CudaDitModel final : public DitModel {
 
  private:
   void upload_weights(const DitWeights& weights);
+  int modulation_width() const { return config_.depth * 6 * config_.hidden_size + 2 * config_.hidden_size; }
+  int chunk_steps(int rows, int steps) const;
   template <typename Alloc>
-  Activations carve_activations(Alloc& alloc, int rows, int steps) const;
+  Activations carve_activations(Alloc& alloc, int rows, int steps, int conditionings) const;
   void ensure_capacity(int rows, int steps);
+  void release_graph();
   void check_inputs(const char* op, const Tensor& x, size_t timesteps, std::span<const int64_t> y) const;
   void upload(void* device, const void* host, size_t bytes);
   void download(void* host, const void* device, size_t bytes);
-  // x_in, labels and timesteps [rows] -> out; everything on stream_.
-  void run_forward(int rows, const int64_t* timesteps);
+  // timesteps, labels [M] -> modulation_out [M, NM]: the conditioning and every adaLN layer.
+  void compute_modulation(int M, const int64_t* timesteps, const int64_t* labels, float* modulation_out);
+  // x_in and modulation [rows] -> out; everything on stream_.
+  void run_forward(int rows);
+  // run_forward through the CUDA Graph of this batch size (captured after one eager run).
+  void forward_step(int rows);
   void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype,
               int M, GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
@@ -131,12 +153,16 @@ class CudaDitModel final : public DitModel {
   cuda::DeviceArena weight_arena_;
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
+  bool use_graphs_;
+  cudaGraphExec_t forward_graph_ = nullptr;
+  int graph_rows_ = 0;
 
   const float* patch_weight_ = nullptr;  // [D, C, p, p]
   const float* patch_bias_ = nullptr;    // [D]
   const float* pos_embed_ = nullptr;     // [T, D]
   const float* label_table_ = nullptr;   // [num_classes + 1, D]
-  DeviceLinear time_mlp0_, time_mlp2_, final_adaln_, final_linear_;
+  DeviceLinear time_mlp0_, time_mlp2_, final_linear_;
+  DeviceLinear adaln_all_;  // [depth*6D + 2D, D]: blocks' adaLN layers, then the final layer's
   std::vector<DeviceBlock> blocks_;
   Activations act_;
 };
@@ -154,7 +180,8 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
       precision_(precision),
       compute_(compute_dtype(precision)),
       gemm_compute_(precision == Precision::tf32 ? GemmCompute::tf32 : GemmCompute::fp32),
-      gelu_epilogue_(precision == Precision::fp16 || precision == Precision::bf16) {
+      gelu_epilogue_(precision == Precision::fp16 || precision == Precision::bf16),
+      use_graphs_(!(std::getenv("DIT_CUDA_GRAPHS") && std::string(std::getenv("DIT_CUDA_GRAPHS")) == "0")) {
   config_.validate();
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
@@ -174,10 +201,10 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
 }
 
 CudaDitModel::~CudaDitModel() {
-  if (stream_) {
-    cudaStreamSynchronize(stream_);  // destruction cannot report; the arenas free after this
-    cudaStreamDestroy(stream_);
-  }
+  // destruction cannot report: statuses are dropped; the arenas are freed after the stream drains
+  if (stream_) cudaStreamSynchronize(stream_);
+  release_graph();
+  if (stream_) cudaStreamDestroy(stream_);
 }
 
 // Weights: name -> dtype; sized in one pass, then carved and uploaded (converted on the host).
@@ -194,26 +221,39 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   };
   for (int i = 0; i < config_.depth; ++i) {
     const std::string block = "blocks." + std::to_string(i) + ".";
-    add_linear(block + "adaLN_modulation.1", f32);
     add_linear(block + "attn.qkv", compute_);
     add_linear(block + "attn.proj", f32);
     add_linear(block + "mlp.fc1", compute_);
     add_linear(block + "mlp.fc2", f32);
   }
-  add_linear("final_layer.adaLN_modulation.1", f32);
   add_linear("final_layer.linear", f32);
+
+  // Every adaLN layer in one [depth*6D + 2D, D] weight and one bias, in block order, final last.
+  std::vector<float> adaln_weight, adaln_bias;
+  for (int i = 0; i <= config_.depth; ++i) {
+    const std::string prefix =
+        i < config_.depth ? "blocks." + std::to_string(i) + ".adaLN_modulation.1" : "final_layer.adaLN_modulation.1";
+    const std::vector<float>& w = weights.at(prefix + ".weight").data;
+    const std::vector<float>& b = weights.at(prefix + ".bias").data;
+    adaln_weight.insert(adaln_weight.end(), w.begin(), w.end());
+    adaln_bias.insert(adaln_bias.end(), b.begin(), b.end());
+  }
+  const int D = config_.hidden_size;
+  if (adaln_bias.size() != static_cast<size_t>(modulation_width()) ||
+      adaln_weight.size() != adaln_bias.size() * static_cast<size_t>(D))
+    throw Error(ErrorKind::invalid_argument, "adaLN weights do not add up to [depth*6D + 2D, D]");
 
   cuda::ArenaSizer sizer;
   sizer.take(cuda::GemmRunner::kWorkspaceBytes);
   for (const auto& [name, dtype] : specs) sizer.take(weights.at(name).data.size() * cuda::dtype_bytes(dtype));
+  sizer.take(adaln_weight.size() * cuda::dtype_bytes(compute_));
+  sizer.take(adaln_bias.size() * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
   gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes));
 
-  std::map<std::string, const void*> device;
   std::vector<__half> halves;
   std::vector<__nv_bfloat16> bfloats;
-  for (const auto& [name, dtype] : specs) {
-    const std::vector<float>& values = weights.at(name).data;
+  auto upload_converted = [&](const std::vector<float>& values, DeviceDtype dtype) -> const void* {
     void* target = weight_arena_.take(values.size() * cuda::dtype_bytes(dtype));
     const void* source = values.data();
     if (dtype == DeviceDtype::f16) {
@@ -227,8 +267,14 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
       source = bfloats.data();
     }
     DIT_CUDA_CHECK(cudaMemcpy(target, source, values.size() * cuda::dtype_bytes(dtype), cudaMemcpyHostToDevice));
-    device[name] = target;
-  }
+    return target;
+  };
+  std::map<std::string, const void*> device;
+  for (const auto& [name, dtype] : specs) device[name] = upload_converted(weights.at(name).data, dtype);
+  adaln_all_.weight = upload_converted(adaln_weight, compute_);
+  adaln_all_.bias = upload_converted(adaln_bias, DeviceDtype::f32);
+  adaln_all_.out = modulation_width();
+  adaln_all_.in = D;
 
   auto layer = [&](const std::string& prefix) {
     const Tensor& w = weights.at(prefix + ".weight");
@@ -244,31 +290,38 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   blocks_.clear();
   for (int i = 0; i < config_.depth; ++i) {
     const std::string block = "blocks." + std::to_string(i) + ".";
-    blocks_.push_back(DeviceBlock{layer(block + "adaLN_modulation.1"), layer(block + "attn.qkv"),
-                                  layer(block + "attn.proj"), layer(block + "mlp.fc1"), layer(block + "mlp.fc2")});
+    blocks_.push_back(DeviceBlock{layer(block + "attn.qkv"), layer(block + "attn.proj"), layer(block + "mlp.fc1"),
+                                  layer(block + "mlp.fc2")});
   }
-  final_adaln_ = layer("final_layer.adaLN_modulation.1");
   final_linear_ = layer("final_layer.linear");
 }
 
+int CudaDitModel::chunk_steps(int rows, int steps) const {
+  const size_t per_step = static_cast<size_t>(rows) * modulation_width() * sizeof(float);
+  return static_cast<int>(std::clamp<size_t>(kModulationChunkBytes / per_step, 1, static_cast<size_t>(steps)));
+}
+
 template <typename Alloc>
-Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps) const {
+Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, int conditionings) const {
   const ModelConfig& c = config_;
   const size_t R = rows, T = c.tokens(), D = c.hidden_size, S2 = static_cast<size_t>(c.input_size) * c.input_size;
+  const size_t C_rows = conditionings, NM = modulation_width();
   const size_t compute_bytes = cuda::dtype_bytes(compute_);
   const size_t out_dim = static_cast<size_t>(c.patch_size) * c.patch_size * c.out_channels();
   Activations a;
   a.rows = rows;
   a.steps = steps;
+  a.conditionings = conditionings;
   a.x_in = alloc.template take<float>(R * c.in_channels * S2);
-  a.labels = alloc.template take<int64_t>(R);
+  a.labels = alloc.template take<int64_t>(R * steps);
   a.timesteps = alloc.template take<int64_t>(R * steps);
-  a.frequencies = alloc.template take<float>(R * kFrequencyDim);
-  a.t_hidden = alloc.template take<float>(R * D);
-  a.t_emb = alloc.template take<float>(R * D);
-  a.conditioning = alloc.template take<float>(R * D);
-  a.silu_c = alloc.take(R * D * compute_bytes);
-  a.modulation = alloc.template take<float>(R * 6 * D);
+  a.frequencies = alloc.template take<float>(C_rows * kFrequencyDim);
+  a.t_hidden = alloc.template take<float>(C_rows * D);
+  a.t_emb = alloc.template take<float>(C_rows * D);
+  a.conditioning = alloc.template take<float>(C_rows * D);
+  a.silu_c = alloc.take(C_rows * D * compute_bytes);
+  a.modulation_chunk = alloc.template take<float>(C_rows * NM);
+  a.modulation = alloc.template take<float>(R * NM);
   a.residual = alloc.template take<float>(R * T * D);
   a.normed = alloc.take(R * T * D * compute_bytes);
   a.qkv = alloc.take(R * T * 3 * D * compute_bytes);
@@ -286,17 +339,27 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps) c
 }
 
 // The activation arena is sized for the largest batch and step count seen so far: it is
-// (re)allocated only here, at the start of a call, never inside the step loop.
+// (re)allocated only here, at the start of a call, never inside the step loop. The captured
+// graph points into it, so it goes with it.
 void CudaDitModel::ensure_capacity(int rows, int steps) {
-  if (rows <= act_.rows && steps <= act_.steps) return;
+  const int conditionings = rows * chunk_steps(rows, steps);
+  if (rows <= act_.rows && steps <= act_.steps && conditionings <= act_.conditionings) return;
   rows = std::max(rows, act_.rows);
   steps = std::max(steps, act_.steps);
+  const int new_conditionings = std::max(conditionings, act_.conditionings);
   DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  release_graph();
   cuda::ArenaSizer sizer;
-  carve_activations(sizer, rows, steps);
+  carve_activations(sizer, rows, steps, new_conditionings);
   activation_arena_ = cuda::DeviceArena();  // free the old one first
   activation_arena_ = cuda::DeviceArena(sizer.bytes());
-  act_ = carve_activations(activation_arena_, rows, steps);
+  act_ = carve_activations(activation_arena_, rows, steps, new_conditionings);
+}
+
+void CudaDitModel::release_graph() {
+  if (forward_graph_) cudaGraphExecDestroy(forward_graph_);  // cannot fail for a valid graph
+  forward_graph_ = nullptr;
+  graph_rows_ = 0;
 }
 
 void CudaDitModel::upload(void* device, const void* host, size_t bytes) {
@@ -341,57 +404,83 @@ void CudaDitModel::mlp_up(const DeviceLinear& layer, int M) {
   cuda::gelu_tanh(act_.mlp_hidden, act_.mlp_hidden, compute_, static_cast<int64_t>(M) * layer.out, stream_);
 }
 
-void CudaDitModel::run_forward(int rows, const int64_t* timesteps) {
+void CudaDitModel::compute_modulation(int M, const int64_t* timesteps, const int64_t* labels, float* modulation_out) {
+  NvtxRange range("conditioning");
+  const ModelConfig& c = config_;
+  const int D = c.hidden_size;
+  const DeviceDtype f32 = DeviceDtype::f32;
+  cuda::timestep_embed(timesteps, act_.frequencies, M, kFrequencyDim, kMaxPeriod, stream_);
+  linear(time_mlp0_, act_.frequencies, f32, act_.t_hidden, f32, M, GemmEpilogue::bias);
+  cuda::silu(act_.t_hidden, act_.t_hidden, f32, static_cast<int64_t>(M) * D, stream_);
+  linear(time_mlp2_, act_.t_hidden, f32, act_.t_emb, f32, M, GemmEpilogue::bias);
+  cuda::class_embed_add(act_.t_emb, label_table_, labels, act_.conditioning, M, D, c.num_classes + 1, nullptr,
+                        stream_);
+  cuda::silu(act_.conditioning, act_.silu_c, compute_, static_cast<int64_t>(M) * D, stream_);
+  linear(adaln_all_, act_.silu_c, compute_, modulation_out, f32, M, GemmEpilogue::bias);
+}
+
+void CudaDitModel::run_forward(int rows) {
   NvtxRange range("forward");
   const ModelConfig& c = config_;
   const int D = c.hidden_size, T = c.tokens(), H = c.num_heads, hd = c.head_dim(), p = c.patch_size;
-  const int tokens = rows * T;
+  const int tokens = rows * T, NM = modulation_width();
   const DeviceDtype f32 = DeviceDtype::f32;
+  // block i's adaLN output: shift, scale, gate (attention), shift, scale, gate (MLP); row stride NM
+  auto chunk_of = [&](int block, int part) { return act_.modulation + static_cast<size_t>(block) * 6 * D + part * D; };
+  const float* final_shift = act_.modulation + static_cast<size_t>(c.depth) * 6 * D;
+  const float* final_scale = final_shift + D;
 
   cuda::patch_embed(act_.x_in, patch_weight_, patch_bias_, pos_embed_, act_.residual, rows, c.in_channels,
                     c.input_size, p, D, stream_);
-
-  // c = t_embedder(t) + y_embedder(y); every adaLN layer consumes SiLU(c).
-  cuda::timestep_embed(timesteps, act_.frequencies, rows, kFrequencyDim, kMaxPeriod, stream_);
-  linear(time_mlp0_, act_.frequencies, f32, act_.t_hidden, f32, rows, GemmEpilogue::bias);
-  cuda::silu(act_.t_hidden, act_.t_hidden, f32, static_cast<int64_t>(rows) * D, stream_);
-  linear(time_mlp2_, act_.t_hidden, f32, act_.t_emb, f32, rows, GemmEpilogue::bias);
-  cuda::class_embed_add(act_.t_emb, label_table_, act_.labels, act_.conditioning, rows, D, c.num_classes + 1,
-                        nullptr, stream_);
-  cuda::silu(act_.conditioning, act_.silu_c, compute_, static_cast<int64_t>(rows) * D, stream_);
-
-  const int mod_stride = 6 * D;
-  const float* shift_msa = act_.modulation;
-  const float* scale_msa = act_.modulation + D;
-  const float* gate_msa = act_.modulation + 2 * D;
-  const float* shift_mlp = act_.modulation + 3 * D;
-  const float* scale_mlp = act_.modulation + 4 * D;
-  const float* gate_mlp = act_.modulation + 5 * D;
-  for (const DeviceBlock& block : blocks_) {
+  cuda::layernorm_modulate(act_.residual, chunk_of(0, 0), chunk_of(0, 1), NM, act_.normed, compute_, rows, T, D,
+                           kLayerNormEps, stream_);
+  for (int i = 0; i < c.depth; ++i) {
     NvtxRange block_range("block");
-    linear(block.adaln, act_.silu_c, compute_, act_.modulation, f32, rows, GemmEpilogue::bias);
-
-    cuda::layernorm_modulate(act_.residual, shift_msa, scale_msa, mod_stride, act_.normed, compute_, rows, T, D,
-                             kLayerNormEps, stream_);
+    const DeviceBlock& block = blocks_[i];
+    // normed holds LN(h) modulated for this block's attention
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
     cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
     linear(block.proj, act_.attention, compute_, act_.branch, f32, tokens, GemmEpilogue::bias);
-    cuda::gated_residual(act_.residual, act_.branch, gate_msa, mod_stride, rows, T, D, stream_);
-
-    cuda::layernorm_modulate(act_.residual, shift_mlp, scale_mlp, mod_stride, act_.normed, compute_, rows, T, D,
-                             kLayerNormEps, stream_);
+    cuda::residual_layernorm_modulate(act_.residual, act_.branch, chunk_of(i, 2), NM, chunk_of(i, 3), chunk_of(i, 4),
+                                      NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
     mlp_up(block.fc1, tokens);
     linear(block.fc2, act_.mlp_hidden, compute_, act_.branch, f32, tokens, GemmEpilogue::bias);
-    cuda::gated_residual(act_.residual, act_.branch, gate_mlp, mod_stride, rows, T, D, stream_);
+    // the residual of this MLP, then the LayerNorm of the next block's attention (or the final layer)
+    const bool last = i + 1 == c.depth;
+    cuda::residual_layernorm_modulate(act_.residual, act_.branch, chunk_of(i, 5), NM,
+                                      last ? final_shift : chunk_of(i + 1, 0), last ? final_scale : chunk_of(i + 1, 1),
+                                      NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
   }
-
   NvtxRange final_range("final_layer");
-  linear(final_adaln_, act_.silu_c, compute_, act_.modulation, f32, rows, GemmEpilogue::bias);
-  // final adaLN: (shift, scale) with row stride 2D
-  cuda::layernorm_modulate(act_.residual, act_.modulation, act_.modulation + D, 2 * D, act_.normed, compute_, rows,
-                           T, D, kLayerNormEps, stream_);
   linear(final_linear_, act_.normed, compute_, act_.final_tokens, f32, tokens, GemmEpilogue::bias);
   cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
+}
+
+// The first forward pass of a batch size runs eagerly (making every GEMM plan, which queries
+// the device); it is then captured, and later passes replay the graph: the same kernels with the
+// same arguments, so the same bytes.
+void CudaDitModel::forward_step(int rows) {
+  if (use_graphs_ && forward_graph_ && graph_rows_ == rows) {
+    DIT_CUDA_CHECK(cudaGraphLaunch(forward_graph_, stream_));
+    return;
+  }
+  run_forward(rows);
+  if (!use_graphs_) return;
+  release_graph();
+  cudaGraph_t graph = nullptr;
+  DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  try {
+    run_forward(rows);
+  } catch (...) {
+    cudaStreamEndCapture(stream_, &graph);  // ends the capture; the error in flight is the one to report
+    if (graph) cudaGraphDestroy(graph);
+    throw;
+  }
+  DIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  const cudaError_t instantiated = cudaGraphInstantiate(&forward_graph_, graph, 0);
+  cudaGraphDestroy(graph);
+  DIT_CUDA_CHECK(instantiated);
+  graph_rows_ = rows;
 }
 
 void CudaDitModel::check_inputs(const char* op, const Tensor& x, size_t timesteps,
@@ -421,7 +510,8 @@ Tensor CudaDitModel::forward(const Tensor& x, std::span<const int64_t> t, std::s
   upload(act_.x_in, x.ptr(), x.data.size() * sizeof(float));
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  run_forward(rows, act_.timesteps);
+  compute_modulation(rows, act_.timesteps, act_.labels, act_.modulation);
+  forward_step(rows);
   Tensor out({rows, config_.out_channels(), config_.input_size, config_.input_size});
   download(out.ptr(), act_.out, out.data.size() * sizeof(float));
   return out;
@@ -441,7 +531,8 @@ Tensor CudaDitModel::forward_with_cfg(const Tensor& x, std::span<const int64_t> 
   upload(reinterpret_cast<std::byte*>(act_.x_in) + half_bytes, x.ptr(), half_bytes);
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  run_forward(rows, act_.timesteps);
+  compute_modulation(rows, act_.timesteps, act_.labels, act_.modulation);
+  forward_step(rows);
   const int HW = config_.input_size * config_.input_size;
   cuda::guidance_combine(act_.out, rows / 2, config_.out_channels(), HW, cfg_scale,
                          std::min(kGuidedChannels, config_.out_channels()), stream_);
@@ -471,6 +562,8 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   const size_t image_bytes = static_cast<size_t>(per_image) * sizeof(float);
 
   const std::vector<int64_t> labels = batch_labels(request, c);
+  std::vector<int64_t> step_labels(static_cast<size_t>(steps) * rows);
+  for (int i = 0; i < steps; ++i) std::copy(labels.begin(), labels.end(), step_labels.begin() + static_cast<size_t>(i) * rows);
   std::vector<uint64_t> seeds(rows);
   std::vector<uint32_t> initial_streams(rows, 0), step_streams(rows);
   for (int r = 0; r < rows; ++r) {
@@ -480,7 +573,7 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   std::vector<int64_t> timesteps(static_cast<size_t>(steps) * rows);
   for (int i = 0; i < steps; ++i)
     std::fill_n(timesteps.begin() + static_cast<size_t>(i) * rows, rows, schedule.timestep_map[steps - 1 - i]);
-  upload(act_.labels, labels.data(), labels.size() * sizeof(int64_t));
+  upload(act_.labels, step_labels.data(), step_labels.size() * sizeof(int64_t));
   upload(act_.seeds, seeds.data(), seeds.size() * sizeof(uint64_t));
   upload(act_.initial_streams, initial_streams.data(), initial_streams.size() * sizeof(uint32_t));
   upload(act_.step_streams, step_streams.data(), step_streams.size() * sizeof(uint32_t));
@@ -490,15 +583,24 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   cuda::gaussian_noise_rows(act_.seeds, act_.initial_streams, kNoiseSlotInitial, act_.x_state, rows, per_image,
                             stream_);
 
+  const int chunk = chunk_steps(rows, steps);
+  const size_t modulation_row_floats = static_cast<size_t>(rows) * modulation_width();
   for (int i = 0; i < steps; ++i) {
     NvtxRange step_range("step");
     const int index = steps - 1 - i;
+    if (i % chunk == 0) {  // the modulations of the next chunk of steps, in one adaLN GEMM
+      const int chunk_rows = std::min(chunk, steps - i) * rows;
+      compute_modulation(chunk_rows, act_.timesteps + static_cast<size_t>(i) * rows,
+                         act_.labels + static_cast<size_t>(i) * rows, act_.modulation_chunk);
+    }
+    DIT_CUDA_CHECK(cudaMemcpyAsync(act_.modulation, act_.modulation_chunk + (i % chunk) * modulation_row_floats,
+                                   modulation_row_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     // the model sees x[:images] (twice under guidance: forward_with_cfg's cat([half, half]))
     DIT_CUDA_CHECK(cudaMemcpyAsync(act_.x_in, act_.x_state, images * image_bytes, cudaMemcpyDeviceToDevice, stream_));
     if (guided)
       DIT_CUDA_CHECK(cudaMemcpyAsync(act_.x_in + static_cast<size_t>(images) * per_image, act_.x_state,
                                      images * image_bytes, cudaMemcpyDeviceToDevice, stream_));
-    run_forward(rows, act_.timesteps + static_cast<size_t>(i) * rows);
+    forward_step(rows);
     if (guided)
       cuda::guidance_combine(act_.out, images, c.out_channels(), HW, request.cfg_scale,
                              std::min(kGuidedChannels, c.out_channels()), stream_);

@@ -22,6 +22,7 @@
 #include "kernels/linear.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
+#include "kernels/residual_layernorm.h"
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
@@ -195,6 +196,41 @@ TEST_P(CudaGatedResidual, matches_reference) {
 
 INSTANTIATE_TEST_SUITE_P(gated_residual, CudaGatedResidual,
                          testing::Values(ResidualCase{2, 256, 1152}, ResidualCase{3, 16, 64}, ResidualCase{1, 5, 7}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- gated residual fused with the next LayerNorm + modulation ----------------------------------
+
+class CudaResidualLayerNorm : public testing::TestWithParam<LayerNormCase> {};
+
+TEST_P(CudaResidualLayerNorm, matches_reference_composition) {
+  const LayerNormCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int stride = 6 * k.D;
+  vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.T * k.D, seed, 2.0f);
+  for (float& v : x) v += 3.0f;
+  const vector<float> y = test::random_normal(x.size(), seed + 1);
+  const vector<float> modulation = test::random_normal(static_cast<size_t>(k.B) * stride, seed + 2, 0.5f);
+  vector<float> ref_x = x, ref(x.size());
+  cpu::gated_residual(ref_x.data(), y.data(), modulation.data() + 2 * k.D, stride, k.B, k.T, k.D);
+  cpu::layernorm_modulate(ref_x.data(), modulation.data() + 3 * k.D, modulation.data() + 4 * k.D, stride, ref.data(),
+                          k.B, k.T, k.D, 1e-6f);
+  DeviceTensor dx(x), dy(y), dmod(modulation), dout(x.size(), k.dtype);
+  dout.poison();
+  cuda::residual_layernorm_modulate(dx.f32(), dy.f32(), dmod.f32() + 2 * k.D, stride, dmod.f32() + 3 * k.D,
+                                    dmod.f32() + 4 * k.D, stride, dout.data(), k.dtype, k.B, k.T, k.D, 1e-6f, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("residual_layernorm/" + k.name() + "/out", out, unwritten, test::to_double(ref), bound_for(k.dtype),
+               seed);
+  expect_close("residual_layernorm/" + k.name() + "/x", dx.download(), 0, test::to_double(ref_x),
+               kElementwiseF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(residual_layernorm, CudaResidualLayerNorm,
+                         testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
+                                         LayerNormCase{2, 256, 1152, DeviceDtype::f16},
+                                         LayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32}),
                          [](const auto& info) { return info.param.name(); });
 
 // --- activations --------------------------------------------------------------------------------

@@ -28,7 +28,9 @@ constexpr double kXlTf32Bound = 5e-3;       // 10-bit mantissas in every GEMM, a
 constexpr double kXlFp16Bound = 5e-3;
 constexpr double kXlBf16Bound = 2e-2;
 constexpr double kLoopBound = 1e-4;         // GPU loop against the CPU host loop, 10 steps
-constexpr double kSameModelLoopBound = 1e-5;  // GPU loop against the host loop over the same GPU model
+// GPU loop against the host loop over the same GPU model: they differ only in the batching of
+// the adaLN GEMM (a chunk of steps at once against one step), i.e. in float32 rounding
+constexpr double kSameModelLoopBound = 3e-5;
 
 void expect_close(const std::string& name, const Tensor& out, const std::vector<double>& ref, double bound) {
   const test::Comparison c = test::compare(out.data, ref);
@@ -174,7 +176,7 @@ TEST(CudaSamplingBatch, an_image_does_not_depend_on_its_batch) {
   Tensor second({1, both.dim(1), both.dim(2), both.dim(3)});
   std::copy(both.data.begin() + static_cast<std::ptrdiff_t>(second.numel()), both.data.end(), second.data.begin());
   // the GEMMs may pick other algorithms for another batch size: close, not identical
-  expect_close("sampling/batch_independence", alone, as_double(second), 1e-5);
+  expect_close("sampling/batch_independence", alone, as_double(second), kSameModelLoopBound);
 }
 
 // --- DiT-XL/2 with random weights ---------------------------------------------------------------

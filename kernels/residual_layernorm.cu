@@ -1,0 +1,91 @@
+// CUDA gated residual + LayerNorm + modulation (kernels/residual_layernorm.h): one warp per
+// row; the updated row is written back and re-read from L1 for the two-pass statistics.
+#include "kernels/residual_layernorm.h"
+
+#include <cuda_runtime.h>
+
+#include "kernels/cuda_check.h"
+#include "kernels/cuda_reduce.cuh"
+
+namespace dit::cuda {
+
+constexpr int kResidualLayerNormWarps = 8;  // rows per block
+
+// ---------------------------------------------------------------------------------------------
+// Kernel
+
+template <typename Out>
+static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,            // [B, T, D]
+                                                          const float* __restrict__ y,      // [B, T, D]
+                                                          const float* __restrict__ gate,   // [B, gate_stride]
+                                                          int gate_stride,
+                                                          const float* __restrict__ shift,  // [B, mod_stride]
+                                                          const float* __restrict__ scale,  // [B, mod_stride]
+                                                          int mod_stride, Out* __restrict__ out,  // [B, T, D]
+                                                          int rows, int T, int D, float eps) {
+  const int lane = threadIdx.x % 32;
+  const int row = blockIdx.x * kResidualLayerNormWarps + threadIdx.x / 32;
+  if (row >= rows) return;  // whole warps leave together
+  const int b = row / T;
+  float* xr = x + static_cast<size_t>(row) * D;
+  const float* yr = y + static_cast<size_t>(row) * D;
+  const float* g = gate + static_cast<size_t>(b) * gate_stride;
+  float sum = 0.0f;
+  for (int d = lane; d < D; d += 32) {
+    const float updated = xr[d] + g[d] * yr[d];
+    xr[d] = updated;  // read back below by this same lane only
+    sum += updated;
+  }
+  const float mean = warp_sum(sum) / static_cast<float>(D);
+  float squares = 0.0f;
+  for (int d = lane; d < D; d += 32) {
+    const float centred = xr[d] - mean;
+    squares += centred * centred;
+  }
+  const float variance = warp_sum(squares) / static_cast<float>(D);
+  const float inv_std = 1.0f / sqrtf(variance + eps);
+  const float* sh = shift + static_cast<size_t>(b) * mod_stride;
+  const float* sc = scale + static_cast<size_t>(b) * mod_stride;
+  Out* o = out + static_cast<size_t>(row) * D;
+  for (int d = lane; d < D; d += 32) o[d] = from_float<Out>((xr[d] - mean) * inv_std * (1.0f + sc[d]) + sh[d]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launcher
+
+template <typename Out>
+static void launch_residual_layernorm_modulate(float* x, const float* y, const float* gate, int gate_stride,
+                                               const float* shift, const float* scale, int mod_stride, Out* out,
+                                               int B, int T, int D, float eps, cudaStream_t stream) {
+  const int rows = B * T;
+  const int blocks = (rows + kResidualLayerNormWarps - 1) / kResidualLayerNormWarps;
+  residual_layernorm_modulate_kernel<Out><<<blocks, kResidualLayerNormWarps * 32, 0, stream>>>(
+      x, y, gate, gate_stride, shift, scale, mod_stride, out, rows, T, D, eps);
+  DIT_LAUNCH_CHECK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public entry
+
+void residual_layernorm_modulate(float* x, const float* y, const float* gate, int gate_stride, const float* shift,
+                                 const float* scale, int mod_stride, void* out, DeviceDtype out_dtype, int B, int T,
+                                 int D, float eps, cudaStream_t stream) {
+  const char* op = "dit::cuda::residual_layernorm_modulate";
+  require(B > 0 && T > 0 && D > 0, op, "non-positive size");
+  require(static_cast<int64_t>(B) * T < (int64_t{1} << 31), op, "too many rows");
+  require(gate_stride >= D && mod_stride >= D, op, "a modulation stride is smaller than D");
+  require(eps > 0.0f, op, "eps must be positive");
+  require_aligned(x, alignof(float), op, "x");
+  require_aligned(y, alignof(float), op, "y");
+  require_aligned(gate, alignof(float), op, "gate");
+  require_aligned(shift, alignof(float), op, "shift");
+  require_aligned(scale, alignof(float), op, "scale");
+  require_aligned(out, dtype_bytes(out_dtype), op, "out");
+  dispatch_dtype(out_dtype, [&](auto tag) {
+    using Out = typename decltype(tag)::type;
+    launch_residual_layernorm_modulate(x, y, gate, gate_stride, shift, scale, mod_stride, static_cast<Out*>(out), B,
+                                       T, D, eps, stream);
+  });
+}
+
+}  // namespace dit::cuda
