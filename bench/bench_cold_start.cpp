@@ -1,0 +1,154 @@
+// Fixed during a session (the performance harness).
+// Cold start: process start to first image. Each iteration spawns dit-sample (DiT-XL/2 at 256,
+// one image, CUDA backend, random weights or --weights, DDPM with guidance, VAE decode, PNG
+// written) and times it from the spawn to the process's exit, wall clock.
+//
+// The driver compiles the PTX of kernels built for another architecture (an sm_86 build on an
+// H200) on first use and keeps the result in its JIT cache, so the state of that cache is part
+// of the figure and is recorded:
+//   BM_ColdStart/jit_cache:cold  CUDA_CACHE_PATH is a new empty directory for every run;
+//   BM_ColdStart/jit_cache:warm  CUDA_CACHE_PATH is a directory a previous run filled (the
+//                                first cold run's, else an untimed run's).
+// On a GPU that runs the build's native code (an sm_86 build on an A5500) both are the same.
+#include <benchmark/benchmark.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/support/bench_support.h"
+
+extern char** environ;
+
+namespace {
+
+using dit::bench::Option;
+
+const Option sample_option("dit-sample", "the dit-sample program to spawn", DIT_SAMPLE_PATH);
+const Option weights_option("weights", "checkpoint for dit-sample (default: --random-weights)");
+const Option precision_option("precision", "dit-sample --precision", "fp16");
+const Option steps_option("steps", "dit-sample --steps", "250");
+
+namespace fs = std::filesystem;
+
+fs::path scratch_root() {
+  static const fs::path root = [] {
+    fs::path path = fs::temp_directory_path() / ("dit-bench-cold-start-" + std::to_string(getpid()));
+    fs::create_directories(path);
+    return path;
+  }();
+  return root;
+}
+
+struct Cleanup {
+  ~Cleanup() {
+    std::error_code ignored;
+    fs::remove_all(scratch_root(), ignored);
+  }
+};
+
+// Runs dit-sample with CUDA_CACHE_PATH=cache; returns wall seconds. Throws with the log's tail.
+double spawn_sample(const fs::path& cache, uint64_t seed) {
+  const fs::path out = scratch_root() / "out";
+  const fs::path log = scratch_root() / "dit-sample.log";
+  std::vector<std::string> arguments = {sample_option.value(), "--backend", "cuda", "--precision",
+                                        precision_option.value(), "--image-size", "256", "--class", "207",
+                                        "--seed", std::to_string(seed), "--steps", steps_option.value(),
+                                        "--cfg-scale", "4", "--out", out.string()};
+  if (weights_option.given()) {
+    arguments.insert(arguments.end(), {"--weights", weights_option.value()});
+  } else {
+    arguments.push_back("--random-weights");
+  }
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry; ++entry) {
+    if (std::string(*entry).rfind("CUDA_CACHE_PATH=", 0) != 0) environment.emplace_back(*entry);
+  }
+  environment.push_back("CUDA_CACHE_PATH=" + cache.string());
+
+  std::vector<char*> argv, envp;
+  for (std::string& a : arguments) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  pid_t child = 0;
+  const auto start = std::chrono::steady_clock::now();
+  const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(spawned));
+  int status = 0;
+  waitpid(child, &status, 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::ifstream text(log);
+    std::stringstream contents;
+    contents << text.rdbuf();
+    const std::string all = contents.str();
+    throw std::runtime_error(arguments[0] + " failed (status " + std::to_string(status) + "): " +
+                             all.substr(all.size() > 600 ? all.size() - 600 : 0));
+  }
+  return seconds;
+}
+
+void BM_ColdStart(benchmark::State& state, bool warm_cache) {
+  static Cleanup cleanup;
+  static int cold_runs = 0;
+  static bool warm_cache_filled = false;
+  static uint64_t seed = 1;
+  const fs::path warm_cache_dir = scratch_root() / "jit-cache-warm";
+  try {
+    if (warm_cache && !warm_cache_filled) {
+      spawn_sample(warm_cache_dir, seed++);  // untimed: fills the cache
+      warm_cache_filled = true;
+    }
+    for (auto _ : state) {
+      fs::path cache = warm_cache_dir;
+      if (!warm_cache) {
+        cache = scratch_root() / ("jit-cache-cold-" + std::to_string(cold_runs++));
+        fs::create_directories(cache);
+      }
+      state.SetIterationTime(spawn_sample(cache, seed++));
+      if (warm_cache) continue;
+      if (!warm_cache_filled) {
+        fs::rename(cache, warm_cache_dir);
+        warm_cache_filled = true;
+      } else {
+        fs::remove_all(cache);
+      }
+    }
+  } catch (const std::exception& error) {
+    state.SkipWithError(error.what());
+    return;
+  }
+  state.counters["jit_cache_warm"] = warm_cache ? 1 : 0;
+  state.SetLabel(std::string("dit-sample DiT-XL/2 256 ") + precision_option.value() + " steps=" +
+                 steps_option.value() + (weights_option.given() ? " checkpoint" : " random-weights") +
+                 (warm_cache ? " jit_cache=warm" : " jit_cache=cold"));
+}
+
+const bool registered = [] {
+  benchmark::RegisterBenchmark("BM_ColdStart/jit_cache:cold", BM_ColdStart, false)
+      ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_ColdStart/jit_cache:warm", BM_ColdStart, true)
+      ->Iterations(1)->Repetitions(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+  return true;
+}();
+
+}  // namespace
