@@ -19,3 +19,22 @@ Config load_session_config(const CommonOptions& options) {
 }
 
 }  // namespace dit::ar
+
+#include <CLI/CLI.hpp>
+
+namespace dit::ar {
+
+void add_common_options(CLI::App& command, CommonOptions& options, bool with_json) {
+  command.add_option("--config", options.config_path,
+                     "Session config, relative to the repository root unless absolute")
+      ->capture_default_str();
+  command.add_option("--repo", options.repository,
+                     "The repository's working tree (default: discovered from the current folder)");
+  if (with_json) command.add_flag("--json", options.json, "Print JSON instead of the readable report");
+}
+
+void finish_with(int exit_code) {
+  if (exit_code != 0) throw CLI::RuntimeError(exit_code);
+}
+
+}  // namespace dit::ar

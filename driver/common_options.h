@@ -28,3 +28,17 @@ std::filesystem::path resolve_repository_root(const CommonOptions& options);
 Config load_session_config(const CommonOptions& options);
 
 }  // namespace dit::ar
+
+namespace CLI {
+class App;
+}
+
+namespace dit::ar {
+
+// Adds --config, --repo (and --json when `with_json`) to a subcommand.
+void add_common_options(CLI::App& command, CommonOptions& options, bool with_json);
+
+// Ends a subcommand callback with a non-zero exit code (CLI::RuntimeError), or returns for 0.
+void finish_with(int exit_code);
+
+}  // namespace dit::ar

@@ -1,0 +1,201 @@
+// dit-ar baseline: builds the unmodified code at init, records the golden outputs and
+// baseline scores (record_baseline_commands), runs every test with the gates against that
+// baseline and the performance gate as an A/A comparison, then fixes the session's facts:
+// the gate set, the baseline performance, the measured noise (raising the lane minimum when
+// it is below twice the noise). The baseline commit becomes the best.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "driver/environment_capture.h"
+#include "driver/files.h"
+#include "driver/lock_file.h"
+#include "driver/process.h"
+#include "driver/recording.h"
+#include "driver/session.h"
+#include "driver/subcommands.h"
+#include "model/error.h"
+
+namespace dit::ar {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr double kNoiseMultiple = 2.0;  // a lane minimum below twice the A/A noise is raised to it
+
+std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
+                                                   const RunRequest& request) {
+  std::map<std::string, std::string> values{{"source_dir", context.root.string()},
+                                            {"build_dir", (context.root / lane.build_dir).string()},
+                                            {"run_dir", request.run_dir.string()},
+                                            {"baseline_dir", request.baseline_dir.string()},
+                                            {"state_dir", context.state.root().string()},
+                                            {"lane", lane.name}};
+  fs::path log = request.run_dir / "record-baseline.log";
+  for (const auto& command : context.config.record_baseline_commands) {
+    ProcessOptions options;
+    for (const auto& argument : command) options.argv.push_back(expand_placeholders(argument, values));
+    options.working_dir = context.root;
+    options.environment = test_environment(request);
+    options.log_path = log;
+    options.timeout = std::chrono::seconds(context.config.timeouts.record_baseline);
+    options.on_start = request.on_child;
+    ProcessResult result = run_process(options);
+    std::cout << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << result.seconds << " s  "
+              << options.argv.front() << "\n";
+    if (!result.succeeded()) {
+      return "recording the baseline (" + options.argv.front() + ") " + result.describe() + "; see " + log.string();
+    }
+  }
+  return std::nullopt;
+}
+
+int run_baseline(const CommonOptions& options) {
+  SessionContext context = open_session_context(options);
+  nlohmann::json session = context.state.load_session();
+  const Lane& lane = context.config.lane(session.at("lane"));
+  LockFile lock(context.state.lock_file());
+  recover_interrupted_run(context, std::cerr);
+  validate_contract(context.config);
+  if (session.contains("baseline")) {
+    refuse("the baseline is already recorded (commit " + short_id(session["baseline"].value("commit", "")) + ")",
+           "run experiments with dit-ar experiment; to start over, remove " + context.state.root().string() +
+               " and run dit-ar init again");
+  }
+  require_branch_and_clean_tree(context, session);
+  GitRepository& repository = *context.repository;
+  const std::string head = repository.head_commit();
+  const std::string init_commit = session.at("init_commit");
+  if (head != init_commit) {
+    refuse("the baseline is the unmodified code at init (" + short_id(init_commit) + "), but HEAD is " + short_id(head),
+           "git reset --hard " + init_commit);
+  }
+
+  ExperimentRecord record;
+  record.kind = "baseline";
+  record.timestamp = utc_timestamp();
+  record.commit = head;
+  auto parents = repository.parents(head);
+  record.parent = parents.empty() ? "" : parents.front();
+  record.lane = lane.name;
+  record.gpu = gpu_description();
+  record.classification = "baseline";
+  record.description = "baseline: " + repository.summary(head);
+  fs::path run_dir = context.state.create_run_dir(head);
+  record.run_dir = fs::relative(run_dir, context.state.root()).string();
+  fs::create_directories(context.state.baseline_dir());
+  std::cout << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
+
+  nlohmann::json inflight{{"phase", "running"}, {"kind", "baseline"},         {"commit", head},
+                          {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
+  context.state.store_inflight(inflight);
+  RunRequest request;
+  request.config = &context.config;
+  request.lane = &lane;
+  request.source_dir = context.root;
+  request.run_dir = run_dir;
+  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
+  request.baseline_dir = context.state.baseline_dir();
+  request.classification = "baseline";
+  request.min_improvement_percent = lane.min_improvement_percent;
+  request.progress = &std::cout;
+  request.on_child = [&](int process_group) {
+    inflight["process_group"] = process_group;
+    context.state.store_inflight(inflight);
+  };
+  write_json_atomic(run_dir / "environment.json", capture_environment(context.root).document);
+
+  // The best build (for the A/A comparison and the first experiment) is the same commit.
+  RunFacts facts;
+  if (auto failure = prepare_best_build(context, lane, head, request)) {
+    facts.stage_failure = failure;
+  } else if (auto build_failure = configure_and_build(request, "baseline-")) {
+    facts.stage_failure = build_failure;
+  } else if (auto record_failure = record_baseline_outputs(context, lane, request)) {
+    facts.stage_failure = record_failure;
+  } else {
+    request.already_built = true;
+    facts = run_commit(request);
+  }
+  Decision decision = decide(facts);
+  record.status = decision.status;
+  record.reasons = decision.reasons;
+  record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
+  fill_objective(record, facts.gate_reports);
+
+  std::vector<std::string> warnings;
+  double effective_minimum = lane.min_improvement_percent;
+  if (record.status == Status::keep) {
+    nlohmann::json report = *performance_report(facts.gate_reports);
+    const nlohmann::json& details = report["details"];
+    double noise = details.value("noise_percent", 0.0);
+    if (lane.min_improvement_percent < kNoiseMultiple * noise) {
+      effective_minimum = kNoiseMultiple * noise;
+      warnings.push_back("lane " + lane.name + ": minimum improvement " + format_number(lane.min_improvement_percent, 4) +
+                         "% is below twice the measured noise (" + format_number(noise, 4) + "%); raised to " +
+                         format_number(effective_minimum, 4) + "%");
+    }
+    nlohmann::json performance = details["candidate"];
+    performance.erase("samples");
+    performance["commit"] = head;
+    performance["gpu"] = record.gpu;
+    performance["objective"] = details["objective"];
+    write_json_atomic(context.state.baseline_dir() / "performance.json", performance);
+    session["baseline"] = {{"commit", head},
+                           {"run_dir", record.run_dir},
+                           {"recorded_at", record.timestamp},
+                           {"gpu", record.gpu},
+                           {"noise_percent", noise},
+                           {"min_improvement_percent", lane.min_improvement_percent},
+                           {"effective_min_improvement_percent", effective_minimum},
+                           {"gate_tests", to_json(gate_signatures(facts.tests, facts.build_dir, facts.source_dir))},
+                           {"warnings", warnings}};
+    context.state.store_session(session);
+    // The baseline's objective is the candidate side of the A/A run; there is no "best before".
+    record.best_value.reset();
+    record.improvement_percent.reset();
+  }
+  write_json_atomic(run_dir / "run.json", record.to_json());
+  inflight["phase"] = "recording";
+  inflight["record"] = record.to_json();
+  context.state.store_inflight(inflight);
+  apply_record(repository, context.state, record);
+  context.state.clear_inflight();
+
+  if (!options.json) {
+    std::cout << "\nbaseline: " << (record.status == Status::keep ? "recorded" : "FAILED") << "\n";
+    for (const auto& reason : record.reasons) std::cout << "  - " << reason << "\n";
+    for (const auto& warning : warnings) std::cout << "warning: " << warning << "\n";
+  }
+  Fields fields{{"status", to_string(record.status)},
+                {"commit", head},
+                {"classification", "baseline"},
+                {"lane", lane.name},
+                {"objective", record.candidate_value ? record.objective_name + " " + format_number(record.candidate_value) +
+                                                           " " + record.unit
+                                                     : "not measured"},
+                {"quality", record.quality},
+                {"noise_percent", session.contains("baseline") ? format_number(session["baseline"].value("noise_percent", 0.0), 4) : ""},
+                {"min_improvement_percent", format_number(effective_minimum, 4)},
+                {"gpu", record.gpu},
+                {"run_dir", record.run_dir}};
+  for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
+  for (const auto& warning : warnings) fields.push_back({"warning", warning});
+  print_result_block(std::cout, fields, options.json, {{"record", record.to_json()}, {"warnings", warnings}});
+  return exit_code(record.status);
+}
+
+}  // namespace
+
+void add_baseline_command(CLI::App& app, CommonOptions& options) {
+  CLI::App* command = app.add_subcommand(
+      "baseline",
+      "Build and test the unmodified code at init: record the golden outputs and baseline scores, the gate tests, "
+      "the baseline performance and the A/A measurement noise. The baseline becomes the best commit. Exit 0 when "
+      "recorded, 3 when the baseline itself fails a test.");
+  add_common_options(*command, options, true);
+  command->callback([&options] { finish_with(run_baseline(options)); });
+}
+
+}  // namespace dit::ar

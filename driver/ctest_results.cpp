@@ -1,0 +1,143 @@
+// Readers for CTest's test listing (json-v1), JUnit XML (pugixml) and console summary lines.
+#include "driver/ctest_results.h"
+
+#include <algorithm>
+#include <regex>
+#include <sstream>
+
+#include <pugixml.hpp>
+
+#include "model/error.h"
+
+namespace dit::ar {
+
+bool SelectedTest::has_label(const std::string& label) const {
+  return std::find(labels.begin(), labels.end(), label) != labels.end();
+}
+
+std::string to_string(TestOutcome outcome) {
+  switch (outcome) {
+    case TestOutcome::passed: return "passed";
+    case TestOutcome::failed: return "failed";
+    case TestOutcome::crashed: return "crashed";
+    case TestOutcome::timed_out: return "timed out";
+    case TestOutcome::skipped: return "skipped";
+    case TestOutcome::not_run: return "not run";
+    case TestOutcome::missing: return "missing";
+  }
+  return "unknown";
+}
+
+std::vector<SelectedTest> parse_test_listing(const nlohmann::json& listing, const std::string& where) {
+  if (!listing.is_object() || listing.value("kind", "") != "ctestInfo" || !listing.contains("tests") ||
+      !listing["tests"].is_array()) {
+    throw Error(ErrorKind::invalid_file, where + ": not a `ctest --show-only=json-v1` listing");
+  }
+  std::vector<SelectedTest> tests;
+  for (const auto& entry : listing["tests"]) {
+    SelectedTest test;
+    test.name = entry.value("name", "");
+    if (entry.contains("command") && entry["command"].is_array()) {
+      for (const auto& argument : entry["command"]) test.command.push_back(argument.get<std::string>());
+    }
+    if (entry.contains("properties") && entry["properties"].is_array()) {
+      for (const auto& property : entry["properties"]) {
+        if (property.value("name", "") != "LABELS" || !property.contains("value")) continue;
+        const auto& value = property["value"];
+        if (value.is_array()) {
+          for (const auto& label : value) test.labels.push_back(label.get<std::string>());
+        } else if (value.is_string()) {
+          test.labels.push_back(value.get<std::string>());
+        }
+      }
+    }
+    tests.push_back(std::move(test));
+  }
+  return tests;
+}
+
+std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path) {
+  pugi::xml_document document;
+  pugi::xml_parse_result parsed = document.load_file(path.c_str());
+  if (!parsed) {
+    throw Error(ErrorKind::invalid_file, path.string() + ": not readable JUnit XML (" + parsed.description() +
+                                             " at byte " + std::to_string(parsed.offset) + ")");
+  }
+  pugi::xml_node suite = document.child("testsuite");
+  if (!suite) suite = document.child("testsuites").child("testsuite");
+  if (!suite) throw Error(ErrorKind::invalid_file, path.string() + ": no <testsuite> element");
+  std::map<std::string, JunitCase> cases;
+  for (pugi::xml_node testcase : suite.children("testcase")) {
+    JunitCase result;
+    result.seconds = testcase.attribute("time").as_double();
+    std::string status = testcase.attribute("status").as_string();
+    if (pugi::xml_node failure = testcase.child("failure")) {
+      result.outcome = TestOutcome::failed;
+      result.detail = failure.attribute("message").as_string();
+    } else if (pugi::xml_node skipped = testcase.child("skipped")) {
+      result.detail = skipped.attribute("message").as_string();
+      // CTest marks a SKIP_RETURN_CODE exit "notrun" with that message; other "notrun"
+      // cases (failed fixture, missing executable, disabled) never started.
+      result.outcome = result.detail.rfind("SKIP_RETURN_CODE", 0) == 0 || result.detail.rfind("SKIP_REGULAR", 0) == 0
+                           ? TestOutcome::skipped
+                           : TestOutcome::not_run;
+    } else if (status == "run") {
+      result.outcome = TestOutcome::passed;
+    } else if (status == "fail") {
+      result.outcome = TestOutcome::failed;
+    } else {
+      result.outcome = TestOutcome::not_run;
+      result.detail = status;
+    }
+    cases[testcase.attribute("name").as_string()] = result;
+  }
+  return cases;
+}
+
+std::map<std::string, std::string> parse_console_failures(const std::string& console_log) {
+  // " 4/8 Test #4: segv .............***Exception: SegFault  0.00 sec"
+  static const std::regex line_pattern(R"(Test +#\d+: (.+?) \.*\s*\*\*\*(.+?)\s+[0-9.]+ sec)");
+  std::map<std::string, std::string> failures;
+  std::istringstream lines(console_log);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, line_pattern)) failures[match[1].str()] = match[2].str();
+  }
+  return failures;
+}
+
+std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
+                                      const std::map<std::string, JunitCase>& junit,
+                                      const std::map<std::string, std::string>& console_failures,
+                                      const std::string& preset) {
+  std::vector<TestResult> results;
+  for (const auto& test : selected) {
+    TestResult result;
+    result.test = test;
+    result.preset = preset;
+    auto found = junit.find(test.name);
+    if (found == junit.end()) {
+      result.outcome = TestOutcome::missing;
+      result.detail = "selected but absent from the JUnit results";
+    } else {
+      result.outcome = found->second.outcome;
+      result.detail = found->second.detail;
+      result.seconds = found->second.seconds;
+    }
+    auto console = console_failures.find(test.name);
+    if (result.outcome == TestOutcome::failed && console != console_failures.end()) {
+      const std::string& text = console->second;
+      if (text.rfind("Timeout", 0) == 0) result.outcome = TestOutcome::timed_out;
+      else if (text.rfind("Exception", 0) == 0) result.outcome = TestOutcome::crashed;
+      result.detail = text;
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+bool is_gate(const SelectedTest& test) {
+  return test.has_label("quality") || test.has_label("critical") || test.has_label("perf");
+}
+
+}  // namespace dit::ar

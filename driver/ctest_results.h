@@ -1,0 +1,59 @@
+// What CTest selected and what happened to each test: the selection and labels from
+// `ctest --show-only=json-v1` (CMake 3.25's JUnit output has no labels), the outcome from the
+// `--output-junit` file, refined by CTest's console log (which alone tells a crash or a
+// timeout from a plain failure).
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dit::ar {
+
+struct SelectedTest {
+  std::string name;
+  std::vector<std::string> command;  // empty when CTest could not resolve the executable
+  std::vector<std::string> labels;
+  bool has_label(const std::string& label) const;
+};
+
+enum class TestOutcome { passed, failed, crashed, timed_out, skipped, not_run, missing };
+std::string to_string(TestOutcome outcome);
+
+struct TestResult {
+  SelectedTest test;
+  TestOutcome outcome = TestOutcome::missing;
+  std::string detail;   // CTest's message (skip reason, exception name)
+  double seconds = 0.0;
+  std::string preset;   // the test preset that ran it
+};
+
+// Parses the json-v1 listing. Throws dit::Error(invalid_file) when it is not one.
+std::vector<SelectedTest> parse_test_listing(const nlohmann::json& listing, const std::string& where);
+
+// Per test name: outcome, detail and time from a CTest JUnit file. Throws dit::Error when the
+// file is unreadable or not CTest's JUnit.
+struct JunitCase {
+  TestOutcome outcome = TestOutcome::missing;
+  std::string detail;
+  double seconds = 0.0;
+};
+std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path);
+
+// Per test name: "Exception: SegFault", "Timeout", ... from CTest's console output.
+std::map<std::string, std::string> parse_console_failures(const std::string& console_log);
+
+// Joins the three: every selected test gets a result; a selected test absent from the JUnit
+// file is `missing`; a failure the console calls an exception is `crashed`, a timeout `timed_out`.
+std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
+                                      const std::map<std::string, JunitCase>& junit,
+                                      const std::map<std::string, std::string>& console_failures,
+                                      const std::string& preset);
+
+// The labels that make a test a gate: its set (names and commands) must match the baseline's.
+bool is_gate(const SelectedTest& test);
+
+}  // namespace dit::ar

@@ -1,0 +1,208 @@
+// dit-ar experiment: preflight (branch, clean tree, one commit on top of the best, scope,
+// locks), then build + CTest, decide, record. Exit 0 KEEP, 3 otherwise, 2 when refused.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "driver/environment_capture.h"
+#include "driver/files.h"
+#include "driver/lock_file.h"
+#include "driver/recording.h"
+#include "driver/session.h"
+#include "driver/subcommands.h"
+#include "model/error.h"
+
+namespace dit::ar {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kClassifications{"exact", "numerical", "approximate", "quantization"};
+
+struct ExperimentOptions {
+  std::string classification;
+  std::string description;
+};
+
+// Refuses (exit 2) unless HEAD is exactly one commit on top of the best.
+void require_one_commit_on_best(const GitRepository& repository, const std::string& head, const std::string& best) {
+  const std::string best_name = short_id(best);
+  if (head == best) {
+    refuse("nothing to test: HEAD is the best commit " + best_name,
+           "commit one hypothesis on top of it, then run dit-ar experiment again");
+  }
+  if (repository.is_descendant_of(best, head)) {
+    refuse("the branch is behind the best commit " + best_name + " (HEAD " + short_id(head) +
+               " is one of its ancestors: was the branch reset after a discard?)",
+           "git reset --hard " + std::string(kBestRef) + "   (dit-ar already reset the branch after the discard)");
+  }
+  std::vector<std::string> parents = repository.parents(head);
+  if (parents.size() != 1) {
+    refuse("HEAD " + short_id(head) + " is a merge commit; one hypothesis is one ordinary commit",
+           "git reset --hard " + std::string(kBestRef) + " and commit the change again");
+  }
+  if (parents.front() == best) return;
+  if (repository.is_descendant_of(head, best)) {
+    int count = 1;
+    for (std::string at = parents.front(); at != best; at = repository.parents(at).front()) ++count;
+    refuse(std::to_string(count) + " commits since the best commit " + best_name +
+               "; an experiment is one hypothesis in one commit",
+           "squash them: git reset --soft " + best_name + " && git commit -m \"<one hypothesis>\"");
+  }
+  refuse("HEAD " + short_id(head) + " does not descend from the best commit " + best_name,
+         "git reset --hard " + std::string(kBestRef) + " and commit the hypothesis on top of it");
+}
+
+void print_report(std::ostream& out, const ExperimentRecord& record, const std::string& best_after, bool json) {
+  if (!json) {
+    out << "\ndecision: " << to_string(record.status) << "\n";
+    for (const auto& reason : record.reasons) out << "  - " << reason << "\n";
+  }
+  std::string objective = "not measured";
+  if (record.candidate_value) {
+    objective = record.objective_name + " " + format_number(record.candidate_value) + " " + record.unit;
+    if (record.best_value) {
+      objective += " (best before " + format_number(record.best_value) + ", " +
+                   format_number(record.improvement_percent, 4) + "% improvement, p=" + format_number(record.p_value, 3) + ")";
+    }
+  }
+  Fields fields{{"status", to_string(record.status)},
+                {"commit", record.commit},
+                {"classification", record.classification},
+                {"lane", record.lane},
+                {"objective", objective},
+                {"quality", record.quality.empty() ? "not run" : record.quality},
+                {"peak_memory", record.peak_memory ? format_number(record.peak_memory, 12) : "not measured"},
+                {"gpu", record.gpu},
+                {"best", best_after},
+                {"run_dir", record.run_dir}};
+  for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
+  print_result_block(out, fields, json, {{"reasons", record.reasons}, {"record", record.to_json()}});
+}
+
+int run_experiment(const CommonOptions& options, const ExperimentOptions& experiment) {
+  SessionContext context = open_session_context(options);
+  nlohmann::json session = context.state.load_session();
+  const Lane& lane = context.config.lane(session.at("lane"));
+  fs::create_directories(context.state.root());
+  LockFile lock(context.state.lock_file());
+  recover_interrupted_run(context, std::cerr);
+  validate_contract(context.config);
+
+  if (!session.contains("baseline")) {
+    refuse("no baseline recorded for this session", "dit-ar baseline   (on the unmodified code at init)");
+  }
+  if (experiment.classification == "quantization" && !context.config.quantization.allowed) {
+    refuse("quantization experiments are not allowed in this session (config quantization.allowed is false)",
+           "use another classification, or start a session whose config allows quantization");
+  }
+  require_branch_and_clean_tree(context, session);
+  GitRepository& repository = *context.repository;
+  auto best_ref = repository.resolve_reference(kBestRef);
+  if (!best_ref) refuse(std::string(kBestRef) + " is missing", "dit-ar baseline records it; run it first");
+  const std::string best = *best_ref;
+  const std::string head = repository.head_commit();
+  require_one_commit_on_best(repository, head, best);
+
+  ExperimentRecord record;
+  record.timestamp = utc_timestamp();
+  record.commit = head;
+  record.parent = best;
+  record.best_before = best;
+  record.lane = lane.name;
+  record.gpu = gpu_description();
+  record.classification = experiment.classification;
+  record.description = experiment.description;
+  fs::path run_dir = context.state.create_run_dir(head);
+  record.run_dir = fs::relative(run_dir, context.state.root()).string();
+
+  std::cout << "dit-ar experiment " << short_id(head) << " \"" << repository.summary(head) << "\" ("
+            << experiment.classification << ", lane " << lane.name << ", on " << record.gpu << ")\n";
+
+  // Scope and locks are checked on the commit itself: nothing is built for a commit that
+  // touches what it must not.
+  std::vector<std::string> violations = lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
+  for (const auto& path : repository.changed_paths(best, head)) {
+    bool allowed = false;
+    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
+    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
+  }
+  if (!violations.empty()) {
+    record.status = Status::rejected;
+    record.reasons = violations;
+    record.quality = "not run";
+    write_json_atomic(run_dir / "run.json", record.to_json());
+    context.state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
+    apply_record(repository, context.state, record);
+    context.state.clear_inflight();
+    print_report(std::cout, record, best, options.json);
+    return exit_code(record.status);
+  }
+
+  nlohmann::json inflight{{"phase", "running"},
+                          {"kind", "experiment"},
+                          {"commit", head},
+                          {"run_dir", record.run_dir},
+                          {"started", record.timestamp},
+                          {"driver_pid", ::getpid()}};
+  context.state.store_inflight(inflight);
+  RunRequest request;
+  request.config = &context.config;
+  request.lane = &lane;
+  request.source_dir = context.root;
+  request.run_dir = run_dir;
+  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
+  request.baseline_dir = context.state.baseline_dir();
+  request.classification = experiment.classification;
+  request.min_improvement_percent = effective_min_improvement(session, lane);
+  request.progress = &std::cout;
+  request.on_child = [&](int process_group) {
+    inflight["process_group"] = process_group;
+    context.state.store_inflight(inflight);
+  };
+  write_json_atomic(run_dir / "environment.json", {{"gpu", record.gpu}, {"timestamp", record.timestamp}});
+
+  RunFacts facts;
+  if (auto failure = prepare_best_build(context, lane, best, request)) {
+    facts.stage_failure = failure;
+  } else {
+    facts = run_commit(request);
+  }
+  facts.baseline_gates = gates_from_json(session["baseline"].at("gate_tests"));
+  Decision decision = decide(facts);
+  record.status = decision.status;
+  record.reasons = decision.reasons;
+  record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
+  fill_objective(record, facts.gate_reports);
+  write_json_atomic(run_dir / "run.json", record.to_json());
+
+  inflight["phase"] = "recording";
+  inflight["record"] = record.to_json();
+  context.state.store_inflight(inflight);
+  apply_record(repository, context.state, record);
+  context.state.clear_inflight();
+  print_report(std::cout, record, record.status == Status::keep ? head : best, options.json);
+  return exit_code(record.status);
+}
+
+}  // namespace
+
+void add_experiment_command(CLI::App& app, CommonOptions& options) {
+  auto experiment = std::make_shared<ExperimentOptions>();
+  CLI::App* command = app.add_subcommand(
+      "experiment",
+      "Test the commit at HEAD (one hypothesis on top of the best): build, run the CTest gates, decide KEEP, "
+      "DISCARD-QUALITY, DISCARD-PERFORMANCE or CRASH, record it. KEEP moves refs/autoresearch/best; anything else "
+      "archives the commit under refs/autoresearch/discarded/<sha> and resets the branch to the best. A commit "
+      "touching a path outside mutable_paths, or a locked path, is REJECTED without being built.");
+  command->add_option("--classification", experiment->classification,
+                      "What kind of change this is; quantization gets a strict zero-regression quality gate")
+      ->required()
+      ->check(CLI::IsMember(kClassifications));
+  command->add_option("--description", experiment->description, "One line: the hypothesis")->required();
+  add_common_options(*command, options, true);
+  command->callback([&options, experiment] { finish_with(run_experiment(options, *experiment)); });
+}
+
+}  // namespace dit::ar

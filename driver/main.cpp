@@ -1,0 +1,62 @@
+// dit-ar: the keep/discard driver. Registers every subcommand (driver/subcommands.h), turns
+// errors into exit codes: 0 KEEP or success, 3 DISCARD/CRASH/REJECTED, 2 bad input or setup.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "driver/common_options.h"
+#include "driver/process.h"
+#include "driver/subcommands.h"
+#include "model/error.h"
+
+int main(int argc, char** argv) {
+  using namespace dit::ar;
+  // Orphans of a killed test (even ones that called setsid) are adopted and ended by us.
+  become_subreaper();
+
+  CLI::App app{
+      "dit-ar: the keep/discard driver of DiT AutoResearch. Each experiment is one committed hypothesis on a "
+      "branch autoresearch/<tag>: dit-ar builds it, runs the CTest gates, keeps it only when every gate passed "
+      "and it is measurably faster than the best, and records the decision.\n"
+      "Exit codes: 0 KEEP (or success), 3 DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH or REJECTED, "
+      "2 bad input or setup error."};
+  app.require_subcommand(1);
+  CommonOptions options;
+  add_doctor_command(app, options);
+  add_init_command(app, options);
+  add_baseline_command(app, options);
+  add_experiment_command(app, options);
+  add_summary_command(app, options);
+  add_status_command(app, options);
+  add_profile_command(app, options);
+#ifdef DIT_AR_HAS_SEARCH
+  add_search_commands(app, options);
+#endif
+#ifdef DIT_AR_HAS_INDEX
+  add_index_command(app, options);
+#endif
+#ifdef DIT_AR_HAS_REPORT
+  add_report_command(app, options);
+#endif
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& result) {
+    return result.get_exit_code();
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return kExitSetupError;
+  } catch (const dit::Error& error) {
+    std::string command = app.get_subcommands().empty() ? "dit-ar" : "dit-ar " + app.get_subcommands().front()->get_name();
+    std::cerr << command << ": " << error.what() << "\n";
+    return kExitSetupError;
+  } catch (const std::exception& error) {
+    std::cerr << "dit-ar: internal error: " << error.what() << "\n";
+    return 1;
+  }
+  return kExitKeep;
+}

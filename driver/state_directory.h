@@ -1,0 +1,81 @@
+// The state directory's layout and its records. Everything dit-ar knows about a session lives
+// here (default .autoresearch/, git-ignored); each file is written atomically or appended
+// durably, so a killed driver leaves it readable.
+//
+//   session.json      the session: branch, lane, locked ids, baseline facts
+//   best.json         the current best commit and its objective value
+//   results.tsv       one row per experiment (kResultColumns)
+//   inflight.json     the experiment in progress (removed when it is recorded)
+//   lock              the driver lock (LockFile)
+//   environment.json  the last `doctor` capture
+//   baseline/         DIT_BASELINE_DIR: golden outputs, baseline scores, performance.json
+//   best/src/         the best commit's tree, with its build (DIT_BEST_BUILD_DIR)
+//   runs/<id>/        one folder per run: logs, JUnit, listings, lane.json, bench/, gates/
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/config.h"
+
+namespace dit::ar {
+
+inline constexpr const char* kBestRef = "refs/autoresearch/best";
+inline constexpr const char* kDiscardedRefPrefix = "refs/autoresearch/discarded/";
+inline constexpr const char* kNotesRef = "refs/notes/autoresearch";
+
+// results.tsv columns, in order.
+inline const std::vector<std::string> kResultColumns{
+    "timestamp",   "commit",    "parent",    "lane",            "gpu",           "status",
+    "classification", "objective", "best_before", "candidate",   "improvement_percent", "p_value",
+    "peak_memory", "quality",   "description", "run_dir"};
+
+class StateDirectory {
+ public:
+  explicit StateDirectory(std::filesystem::path root) : root_(std::move(root)) {}
+
+  const std::filesystem::path& root() const { return root_; }
+  std::filesystem::path session_file() const { return root_ / "session.json"; }
+  std::filesystem::path best_file() const { return root_ / "best.json"; }
+  std::filesystem::path results_file() const { return root_ / "results.tsv"; }
+  std::filesystem::path inflight_file() const { return root_ / "inflight.json"; }
+  std::filesystem::path lock_file() const { return root_ / "lock"; }
+  std::filesystem::path environment_file() const { return root_ / "environment.json"; }
+  std::filesystem::path baseline_dir() const { return root_ / "baseline"; }
+  std::filesystem::path best_source_dir() const { return root_ / "best" / "src"; }
+  std::filesystem::path best_built_commit_file() const { return root_ / "best" / "built-commit"; }
+  std::filesystem::path runs_dir() const { return root_ / "runs"; }
+
+  bool has_session() const { return std::filesystem::exists(session_file()); }
+  // session.json; throws dit::Error(invalid_argument) saying to run `dit-ar init` when absent.
+  nlohmann::json load_session() const;
+  void store_session(const nlohmann::json& session) const;
+  std::optional<nlohmann::json> load_best() const;
+  void store_best(const nlohmann::json& best) const;
+  std::optional<nlohmann::json> load_inflight() const;
+  void store_inflight(const nlohmann::json& inflight) const;
+  void clear_inflight() const;
+
+  // A fresh run folder runs/<NNNN>-<short commit> (numbered after the existing ones).
+  std::filesystem::path create_run_dir(const std::string& commit) const;
+
+  // results.tsv rows as column -> value; the header row is written on first append.
+  std::vector<std::map<std::string, std::string>> read_results() const;
+  void append_result(const std::map<std::string, std::string>& row) const;
+  bool has_result_for_run(const std::string& run_dir) const;
+
+ private:
+  std::filesystem::path root_;
+};
+
+// A TSV field: tabs and newlines become spaces.
+std::string tsv_field(const std::string& text);
+
+std::string utc_timestamp();  // 2026-11-29T19:30:00Z
+
+}  // namespace dit::ar
