@@ -19,6 +19,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -140,6 +141,7 @@ class CudaDitModel final : public DitModel {
   void run_forward(int rows);
   // run_forward through the CUDA Graph of this batch size (captured after one eager run).
   void forward_step(int rows);
+  void capture_forward(int rows);
   void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype,
               int M, GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
@@ -458,7 +460,7 @@ void CudaDitModel::run_forward(int rows) {
 
 // The first forward pass of a batch size runs eagerly (making every GEMM plan, which queries
 // the device); it is then captured, and later passes replay the graph: the same kernels with the
-// same arguments, so the same bytes.
+// same arguments, so the same bytes. A capture that fails leaves the model eager, with a warning.
 void CudaDitModel::forward_step(int rows) {
   if (use_graphs_ && forward_graph_ && graph_rows_ == rows) {
     DIT_CUDA_CHECK(cudaGraphLaunch(forward_graph_, stream_));
@@ -467,6 +469,17 @@ void CudaDitModel::forward_step(int rows) {
   run_forward(rows);
   if (!use_graphs_) return;
   release_graph();
+  try {
+    capture_forward(rows);
+  } catch (const Error& error) {
+    cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
+    use_graphs_ = false;
+    std::fprintf(stderr, "dit: the forward pass could not be captured as a CUDA Graph; it runs eagerly (%s)\n",
+                 error.what());
+  }
+}
+
+void CudaDitModel::capture_forward(int rows) {
   cudaGraph_t graph = nullptr;
   DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   try {
@@ -479,6 +492,7 @@ void CudaDitModel::forward_step(int rows) {
   DIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
   const cudaError_t instantiated = cudaGraphInstantiate(&forward_graph_, graph, 0);
   cudaGraphDestroy(graph);
+  if (instantiated != cudaSuccess) forward_graph_ = nullptr;
   DIT_CUDA_CHECK(instantiated);
   graph_rows_ = rows;
 }

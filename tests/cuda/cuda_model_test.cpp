@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -177,6 +178,20 @@ TEST(CudaSamplingBatch, an_image_does_not_depend_on_its_batch) {
   std::copy(both.data.begin() + static_cast<std::ptrdiff_t>(second.numel()), both.data.end(), second.data.begin());
   // the GEMMs may pick other algorithms for another batch size: close, not identical
   expect_close("sampling/batch_independence", alone, as_double(second), kSameModelLoopBound);
+}
+
+TEST(CudaGraphs, replayed_graph_equals_eager_run) {
+  const TinyFixture f = load_tiny("dit_tiny_b");
+  SampleRequest request;
+  request.class_labels = {3, 8};
+  request.seeds = {7, 9};
+  request.steps = 6;
+  const auto graphs = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
+  ASSERT_EQ(setenv("DIT_CUDA_GRAPHS", "0", 1), 0);
+  const auto eager = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
+  ASSERT_EQ(unsetenv("DIT_CUDA_GRAPHS"), 0);
+  EXPECT_TRUE(same_bytes(graphs->sample(request), eager->sample(request)))
+      << "the sampling loop with the forward pass as a CUDA Graph differs from the eager loop";
 }
 
 // --- DiT-XL/2 with random weights ---------------------------------------------------------------
