@@ -39,12 +39,7 @@ VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
     // LDM's attention projections are 1x1 convolutions: [C, C, 1, 1] instead of [C, C].
     const bool as_conv = !diffusers && shape.size() == 2 && name.find("attentions.0.to_") != std::string::npos;
     if (as_conv) expected = {shape[0], shape[1], 1, 1};
-    Tensor tensor;
-    try {
-      tensor = file.to_float(stored, expected);
-    } catch (const Error& e) {
-      throw Error(ErrorKind::invalid_file, path + ": tensor " + stored + ": " + e.what());
-    }
+    Tensor tensor = file.to_float(stored, expected);  // its error names the file, tensor and shapes
     tensor.shape = shape;
     weights.tensors.emplace(name, std::move(tensor));
     used.insert(stored);

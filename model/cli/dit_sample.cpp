@@ -1,5 +1,6 @@
-// dit-sample: class-conditional latents from a DiT checkpoint or seeded random weights, on the
-// cpu or cuda backend, written as DIR/latents.safetensors with the request in its metadata.
+// dit-sample: class-conditional images from a DiT checkpoint or seeded random weights, on the
+// cpu or cuda backend: the latents as DIR/latents.safetensors (the request in its metadata),
+// decoded by the SD VAE (or a tiny one) into one PNG per image.
 // Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem), 1 other.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 
 #include "model/dit_model.h"
 #include "model/error.h"
+#include "model/pipeline.h"
 #include "model/safetensors.h"
 #include "model/sampler.h"
 #include "model/weights.h"
@@ -37,6 +39,8 @@ struct Options {
   std::string precision = "fp32";
   std::string backend = "cpu";
   std::string out_dir = "out";
+  std::string vae;  // sd, tiny or none; default: sd at DiT's image sizes, tiny for smaller test models
+  std::string vae_weights_path;
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -61,6 +65,13 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--backend", o.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   app.add_option("--out", o.out_dir, "output directory")->capture_default_str();
+  app.add_option("--vae", o.vae,
+                 "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
+                 "or none (latents only) (default: sd for images of 256 and more, else tiny)")
+      ->check(CLI::IsMember({"sd", "tiny", "none"}));
+  app.add_option("--vae-weights", o.vae_weights_path,
+                 "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
+      ->check(CLI::ExistingFile);
 }
 
 dit::ModelConfig resolve_config(const Options& o) {
@@ -115,6 +126,11 @@ class ProgressLine {
   Clock::time_point start_, last_print_;
 };
 
+std::string resolve_vae(const Options& o, const dit::ModelConfig& config) {
+  if (!o.vae.empty()) return o.vae;
+  return config.input_size * 8 >= 256 ? "sd" : "tiny";
+}
+
 std::string request_json(const Options& o, const dit::ModelConfig& config, const dit::SampleRequest& r) {
   const nlohmann::json json = {
       {"model", nlohmann::json::parse(dit::to_json(config))},
@@ -126,7 +142,9 @@ std::string request_json(const Options& o, const dit::ModelConfig& config, const
       {"sampler", dit::sampler_name(r.sampler)},
       {"eta", r.eta},
       {"backend", o.backend},
-      {"precision", o.precision}};
+      {"precision", o.precision},
+      {"vae", resolve_vae(o, config)},
+      {"vae_weights", o.vae_weights_path.empty() ? "random:" + std::to_string(o.weights_seed) : o.vae_weights_path}};
   return json.dump();
 }
 
@@ -137,33 +155,68 @@ int run(const Options& o) {
   const dit::SampleRequest request = make_request(o);
   dit::validate(request, config.num_classes);
 
+  const dit::Backend backend = dit::parse_backend(o.backend);
+  const dit::Precision precision = dit::parse_precision(o.precision);
   std::unique_ptr<dit::DitModel> model;
   {
     const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
                                                      : dit::DitWeights::load(o.weights_path, config);
-    model = dit::make_model(dit::parse_backend(o.backend), config, weights, dit::parse_precision(o.precision));
+    model = dit::make_model(backend, config, weights, precision);
   }
-  std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s\n", config.name.c_str(),
-               static_cast<long long>(config.parameter_count()), request.class_labels.size(), o.sampler.c_str(),
-               request.steps, request.cfg_scale, o.backend.c_str(), o.precision.c_str());
-
-  ProgressLine progress;
-  const dit::Tensor latents = model->sample(request, std::ref(progress));
+  // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run.
+  const std::string vae_name = resolve_vae(o, config);
+  if (vae_name == "none" && !o.vae_weights_path.empty())
+    throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
+  std::unique_ptr<dit::VaeDecoder> vae;
+  if (vae_name != "none") {
+    const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
+    const dit::VaeWeights weights = o.vae_weights_path.empty() ? dit::VaeWeights::random(vae_config, o.weights_seed)
+                                                               : dit::VaeWeights::load(o.vae_weights_path, vae_config);
+    vae = dit::make_vae_decoder(backend, vae_config, weights, precision);
+  }
+  std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s, VAE %s\n",
+               config.name.c_str(), static_cast<long long>(config.parameter_count()), request.class_labels.size(),
+               o.sampler.c_str(), request.steps, request.cfg_scale, o.backend.c_str(), o.precision.c_str(),
+               vae_name.c_str());
 
   std::error_code error;
   std::filesystem::create_directories(o.out_dir, error);
   if (error)
     throw dit::Error(dit::ErrorKind::io, "cannot create --out directory '" + o.out_dir + "': " + error.message());
-  const std::string path = (std::filesystem::path(o.out_dir) / "latents.safetensors").string();
-  dit::write_safetensors(path, {{"latents", latents}}, {{"request", request_json(o, config, request)}});
-  std::fprintf(stderr, "wrote %s %s\n", path.c_str(), dit::shape_string(latents.shape).c_str());
+
+  ProgressLine progress;
+  const auto report = [&](int done, int total) {
+    progress(done, total);
+    if (done == total && vae) std::fprintf(stderr, "decoding %zu image(s)\n", request.class_labels.size());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  dit::PipelineResult result;
+  if (vae)
+    result = dit::generate(*model, *vae, request, report);
+  else
+    result.latents = model->sample(request, report);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  const std::filesystem::path out(o.out_dir);
+  const std::string latents_path = (out / "latents.safetensors").string();
+  dit::write_safetensors(latents_path, {{"latents", result.latents}}, {{"request", request_json(o, config, request)}});
+  std::fprintf(stderr, "wrote %s %s\n", latents_path.c_str(), dit::shape_string(result.latents.shape).c_str());
+  for (size_t i = 0; i < result.images.size(); ++i) {
+    char name[96];
+    std::snprintf(name, sizeof name, "%03zu_class%d_seed%llu.png", i, request.class_labels[i],
+                  static_cast<unsigned long long>(request.seeds[i]));
+    const std::string path = (out / name).string();
+    dit::write_png(path, result.images[i]);
+    std::fprintf(stderr, "wrote %s (%dx%d)\n", path.c_str(), result.images[i].width, result.images[i].height);
+  }
+  std::fprintf(stderr, "%zu image(s) in %.1f s\n", request.class_labels.size(), seconds);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dit-sample: class-conditional DiT latents from a checkpoint or seeded random weights"};
+  CLI::App app{"dit-sample: class-conditional DiT images from a checkpoint or seeded random weights"};
   Options options;
   add_options(app, options);
   try {
