@@ -559,6 +559,7 @@ void add_index_command(CLI::App& app, CommonOptions& options) {
   auto index_path = std::make_shared<std::string>();
   command->add_option("--index", *index_path,
                       "Index file (default: <state_dir>/knowledge.sqlite)");
+  add_common_options(*command, options, /*with_json=*/true);
   command->callback([&options, index_path] {
     Config config = load_session_config(options);
     std::filesystem::path path = index_path->empty() ? default_index_path(config)

@@ -103,9 +103,11 @@ void add_search_commands(CLI::App& app, CommonOptions& options) {
                       "Words to look for; any text works (operators and quotes are plain words)")
       ->required();
   command->add_option("--limit,-n", arguments->limit, "Most sections to print")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   command->add_option("--index", arguments->index_path,
                       "Index file (default: <state_dir>/knowledge.sqlite)");
+  add_common_options(*command, options, /*with_json=*/true);
   command->callback([&options, arguments] {
     Config config = load_session_config(options);
     SearchRequest request;
@@ -118,8 +120,7 @@ void add_search_commands(CLI::App& app, CommonOptions& options) {
     request.index_path = arguments->index_path.empty() ? default_index_path(config)
                                                        : std::filesystem::path(arguments->index_path);
     request.display_root = config.source_dir;
-    int code = run_search(request, std::cout, std::cerr);
-    if (code != 0) throw CLI::RuntimeError(code);
+    finish_with(run_search(request, std::cout, std::cerr));
   });
 }
 

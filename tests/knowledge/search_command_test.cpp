@@ -150,9 +150,6 @@ TEST_F(SearchCommand, JsonSurvivesInvalidUtf8InTheQuery) {
 Outcome run_command_line(const std::vector<std::string>& arguments) {
   CLI::App app("dit-ar");
   CommonOptions options;
-  app.add_option("--config", options.config_path);
-  app.add_option("--repo", options.repository);
-  app.add_flag("--json", options.json);
   add_search_commands(app, options);
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());
   Outcome outcome;
@@ -174,7 +171,7 @@ TEST_F(SearchCommand, CommandLineJoinsWordsAndHonoursLimitIndexAndJson) {
     GTEST_SKIP() << "the source tree is not a git checkout, so dit-ar cannot find its config";
   }
   const std::string index = (folder_.path() / "cli.sqlite").string();
-  Outcome found = run_command_line({"--repo", kRepository.string(), "--json", "search", "--index", index,
+  Outcome found = run_command_line({"search", "--repo", kRepository.string(), "--json", "--index", index,
                                     "--limit", "2", "shared", "memory", "per", "block"});
   ASSERT_EQ(found.code, 0) << found.out << found.log;
   nlohmann::json report = nlohmann::json::parse(found.out);
@@ -184,11 +181,11 @@ TEST_F(SearchCommand, CommandLineJoinsWordsAndHonoursLimitIndexAndJson) {
             "knowledge/handbook/00_foundations/04_target_hardware_and_quality_contract.md");
   EXPECT_TRUE(std::filesystem::exists(index));
 
-  Outcome missing = run_command_line({"--repo", kRepository.string(), "search", "--index", index,
+  Outcome missing = run_command_line({"search", "--repo", kRepository.string(), "--index", index,
                                       "--", "--nothing-like-this-qqq"});
   EXPECT_EQ(missing.code, kExitNoMatch) << missing.out;
 
-  Outcome bad_limit = run_command_line({"--repo", kRepository.string(), "search", "--limit", "0", "gemm"});
+  Outcome bad_limit = run_command_line({"search", "--repo", kRepository.string(), "--limit", "0", "gemm"});
   EXPECT_NE(bad_limit.code, 0);
   EXPECT_NE(bad_limit.code, kExitNoMatch);
 }
