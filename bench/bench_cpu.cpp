@@ -9,10 +9,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "bench/support/bench_support.h"
+#include "bench/support/engine_setup.h"
 #include "bench/support/model_costs.h"
 #include "model/dit_model.h"
 
@@ -31,24 +31,6 @@ dit::DitModel& cpu_model() {
   return *model;
 }
 
-struct Inputs {
-  dit::Tensor x;
-  std::vector<int64_t> t, y;
-};
-
-// Latents from N(0, 1), timesteps in [0, 1000), labels in [0, num_classes] (the null class too).
-Inputs fresh_inputs(const dit::ModelConfig& config, int batch, uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::normal_distribution<float> normal;
-  Inputs inputs{dit::Tensor({batch, config.in_channels, config.input_size, config.input_size}), {}, {}};
-  for (float& value : inputs.x.data) value = normal(generator);
-  for (int i = 0; i < batch; ++i) {
-    inputs.t.push_back(static_cast<int64_t>(generator() % 1000));
-    inputs.y.push_back(static_cast<int64_t>(generator() % (config.num_classes + 1)));
-  }
-  return inputs;
-}
-
 template <typename F>
 double wall_seconds(F&& work) {
   const auto start = std::chrono::steady_clock::now();
@@ -61,9 +43,9 @@ void BM_CpuForward(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
                                  dit::bench::forward_flops(model.config(), batch));
-  uint64_t seed = 1;
+  static uint64_t seed = 1;  // never repeats within a process
   for (auto _ : state) {
-    const Inputs inputs = fresh_inputs(model.config(), batch, seed++);
+    const dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), batch, seed++);
     dit::Tensor out;
     const double seconds = wall_seconds([&] { out = model.forward(inputs.x, inputs.t, inputs.y); });
     benchmark::DoNotOptimize(out.data.data());
@@ -79,9 +61,9 @@ void BM_CpuForwardWithCfg(benchmark::State& state) {
   const int images = static_cast<int>(state.range(0));
   dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
                                  dit::bench::forward_flops(model.config(), 2 * images));
-  uint64_t seed = 1;
+  static uint64_t seed = 1;  // never repeats within a process
   for (auto _ : state) {
-    Inputs inputs = fresh_inputs(model.config(), 2 * images, seed++);
+    dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), 2 * images, seed++);
     for (int i = 0; i < images; ++i) {
       inputs.t[images + i] = inputs.t[i];
       inputs.y[images + i] = model.config().null_class();
@@ -101,7 +83,7 @@ BENCHMARK(BM_CpuForwardWithCfg)->ArgName("images")->Arg(1)->UseManualTime()->Uni
 void BM_CpuSample(benchmark::State& state) {
   dit::DitModel& model = cpu_model();
   const int steps = static_cast<int>(state.range(0));
-  uint64_t seed = 1;
+  static uint64_t seed = 1;  // never repeats within a process
   for (auto _ : state) {
     dit::SampleRequest request;
     request.class_labels = {static_cast<int>(seed % 1000)};

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import pathlib
 import statistics
 import subprocess
@@ -330,23 +329,26 @@ def xl2(image_size: int) -> dict:
 
 def random_xl2_weights(device: str) -> dict[str, torch.Tensor]:
     """Seeded N(0, 0.02) for every parameter (adaLN and final layer included), sin-cos pos_embed."""
-    model = DiT(**xl2(256))
+    with torch.device("meta"):  # shapes only: no memory, no initialisation
+        shapes = {name: p.shape for name, p in DiT(**xl2(256)).state_dict().items()}
     generator = torch.Generator(device=device).manual_seed(WEIGHTS_SEED)
     weights = {}
-    for name, parameter in model.state_dict().items():
+    for name, shape in shapes.items():
         if name == "pos_embed":
-            weights[name] = parameter.clone()
+            weights[name] = torch.from_numpy(sincos_pos_embed(XL2["hidden_size"], 256 // 8 // XL2["patch_size"]))
         else:
-            weights[name] = torch.empty(parameter.shape, device=device).normal_(
-                0.0, WEIGHTS_STD, generator=generator).cpu()
+            weights[name] = torch.empty(shape, device=device).normal_(0.0, WEIGHTS_STD, generator=generator).cpu()
     return weights
 
 
 def build_model(weights: dict[str, torch.Tensor], image_size: int, dtype, device: str) -> DiT:
-    model = DiT(**xl2(image_size))
+    config = xl2(image_size)
+    with torch.device("meta"):
+        model = DiT(**config)
     state = dict(weights)
-    state["pos_embed"] = model.pos_embed.data  # the table of this image size, as the engine builds it
-    model.load_state_dict(state, strict=True)
+    # the table of this image size, as the engine builds it
+    state["pos_embed"] = torch.from_numpy(sincos_pos_embed(config["hidden_size"], config["input_size"] // config["patch_size"]))
+    model.load_state_dict(state, strict=True, assign=True)
     return model.to(device=device, dtype=dtype).eval()
 
 
@@ -383,8 +385,7 @@ def check_engine(build: pathlib.Path, weights_path: pathlib.Path, weights, work:
 # Step 3: timing
 
 
-def time_forward(forward, model: DiT, batch: int, image_size: int, iterations: int,
-                 mark_step: bool) -> float:
+def time_forward(forward, batch: int, image_size: int, iterations: int, mark_step: bool) -> float:
     """Median milliseconds of one forward pass over `iterations` fresh inputs (CUDA events)."""
     device, latent = "cuda", image_size // 8
     pool = [(torch.randn((batch, 4, latent, latent), device=device, dtype=torch.float16),
@@ -450,7 +451,7 @@ def measure_torch(weights, modes: list[str], image_runs: int) -> dict:
                 compiled[size] = torch.compile(model, mode="reduce-overhead", dynamic=False)
         for size, batch in FORWARD_WORKLOADS:
             started = time.perf_counter()
-            ms = time_forward(compiled[size], models[size], batch, size, 30 if batch <= 8 else 10, mark_step)
+            ms = time_forward(compiled[size], batch, size, 30 if batch <= 8 else 10, mark_step)
             results[f"forward/{size}/batch:{batch}/{mode}"] = ms
             print(f"  {mode:<15} forward {size} batch {batch:<3} {ms:9.3f} ms "
                   f"({time.perf_counter() - started:.0f} s with warm-up)", flush=True)
