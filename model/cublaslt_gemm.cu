@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/bias_activation.h"
 #include "kernels/cuda_check.h"
 
 namespace dit::cuda {
@@ -132,7 +133,17 @@ void GemmRunner::linear(const GemmArgs& a, cudaStream_t stream) {
   require_aligned(a.out, kPointerAlignment, op, "out");
   if (a.epilogue != GemmEpilogue::none) require_aligned(a.bias, kPointerAlignment, op, "bias");
 
-  Plan& plan = plan_for(a);
+  if (a.epilogue != GemmEpilogue::none && (unfused_epilogues_ || !can_run(a))) {
+    GemmArgs plain = a;
+    plain.epilogue = GemmEpilogue::none;
+    matmul(plan_for(plain), plain, stream);
+    bias_activation(a.out, a.bias, a.output, a.M, a.N, a.epilogue == GemmEpilogue::gelu_bias, stream);
+    return;
+  }
+  matmul(plan_for(a), a, stream);
+}
+
+void GemmRunner::matmul(Plan& plan, const GemmArgs& a, cudaStream_t stream) {
   if (a.epilogue != GemmEpilogue::none)
     DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias,
                                                     sizeof a.bias));

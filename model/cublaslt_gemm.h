@@ -44,10 +44,13 @@ class GemmRunner {
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
 
-  // Checks shapes, dtypes and 256-byte alignment, then enqueues on `stream`.
+  // Checks shapes, dtypes and 256-byte alignment, then enqueues on `stream`. An epilogue that
+  // cuBLASLt does not offer for this shape and type runs as a separate bias/GELU kernel.
   void linear(const GemmArgs& args, cudaStream_t stream);
   // Whether cuBLASLt has an algorithm for this shape, types and epilogue (the answer is cached).
   bool can_run(const GemmArgs& args);
+  // Tests only: run every epilogue as the separate kernel.
+  void set_unfused_epilogues(bool unfused) { unfused_epilogues_ = unfused; }
 
  private:
   struct Plan {
@@ -58,11 +61,13 @@ class GemmRunner {
   using Key = std::tuple<int, int, int, int, int, int, int>;
   static Key key_of(const GemmArgs& args);
   Plan& plan_for(const GemmArgs& args);
+  void matmul(Plan& plan, const GemmArgs& args, cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<Key, Plan> plans_;
   std::set<Key> unsupported_;
+  bool unfused_epilogues_ = false;
 };
 
 }  // namespace dit::cuda

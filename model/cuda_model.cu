@@ -390,17 +390,12 @@ void CudaDitModel::linear(const DeviceLinear& layer, const void* in, DeviceDtype
   gemm_->linear(args, stream_);
 }
 
-// fc1 + GELU: fused into the GEMM's epilogue for fp16/bf16 when cuBLASLt offers it for this
-// shape, else (and always on the float32 paths, whose tolerance is tighter than the epilogue's
-// GELU) bias in the epilogue and the exact GELU kernel after it.
+// fc1 + GELU: in the GEMM's epilogue for fp16/bf16 (cuBLASLt's tanh GELU); the float32 paths,
+// whose tolerance is tighter than that epilogue's, take the bias epilogue and the exact GELU kernel.
 void CudaDitModel::mlp_up(const DeviceLinear& layer, int M) {
   if (gelu_epilogue_) {
-    GemmArgs probe{act_.normed, layer.weight, layer.bias, act_.mlp_hidden, M, layer.out, layer.in,
-                   compute_, compute_, GemmCompute::fp32, GemmEpilogue::gelu_bias};
-    if (gemm_->can_run(probe)) {
-      gemm_->linear(probe, stream_);
-      return;
-    }
+    linear(layer, act_.normed, compute_, act_.mlp_hidden, compute_, M, GemmEpilogue::gelu_bias);
+    return;
   }
   linear(layer, act_.normed, compute_, act_.mlp_hidden, compute_, M, GemmEpilogue::bias);
   cuda::gelu_tanh(act_.mlp_hidden, act_.mlp_hidden, compute_, static_cast<int64_t>(M) * layer.out, stream_);

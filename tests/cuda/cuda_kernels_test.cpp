@@ -629,6 +629,17 @@ TEST_P(CudaLinear, matches_reference) {
   if (k.compute == cuda::GemmCompute::tf32) bound = 5e-3;
   else if (k.output == DeviceDtype::f32 && k.operands != DeviceDtype::f32) bound = 1e-4;
   expect_close("linear/" + k.name(), out, unwritten, test::to_double(ref), bound, seed);
+
+  if (k.epilogue == cuda::GemmEpilogue::none) return;
+  // the fallback for a missing fused epilogue: the plain GEMM, then the bias/GELU kernel
+  DeviceTensor dunfused(ref.size(), k.output);
+  dunfused.poison();
+  runner.set_unfused_epilogues(true);
+  cuda::GemmArgs unfused = args;
+  unfused.out = dunfused.data();
+  runner.linear(unfused, nullptr);
+  const vector<float> out_unfused = dunfused.download(&unwritten);
+  expect_close("linear/" + k.name() + "/unfused", out_unfused, unwritten, test::to_double(ref), bound, seed);
 }
 
 using cuda::GemmCompute;
