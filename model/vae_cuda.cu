@@ -291,6 +291,8 @@ class CudaVaeDecoder final : public VaeDecoder {
 
     const int C = layout_.top_channels;
     const int64_t P = static_cast<int64_t>(S) * S;
+    cuda::require(P % kPaddedChannels == 0, "CUDA VAE decoder",
+                  "latent size " + std::to_string(S) + ": the attention needs s * s to be a multiple of 8");
     // The largest divisor of N whose scores fit the budget (at least one image).
     int chunk = 1;
     for (int d = 1; d <= N; ++d)
