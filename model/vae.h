@@ -50,8 +50,8 @@ class VaeDecoder {
   virtual const VaeConfig& config() const = 0;
   // z [N, latent_channels, s, s], already divided by the scaling factor (0.18215) ->
   // [N, out_channels, u s, u s], u the upscale (8 for sd and tiny), = decoder(post_quant_conv(z)).
-  // The CUDA decoder plans (picks
-  // cuDNN algorithms, sizes its arena) on the first call for each (N, s): time later calls.
+  // The CUDA decoder plans (picks cuDNN algorithms, sizes its arena) on the first call for each
+  // (N, s): time later calls.
   virtual Tensor decode(const Tensor& z) = 0;
 };
 
