@@ -1,0 +1,343 @@
+// Unit tests of dit-ar's core: statistics, parsers, config validation, the decision rules,
+// the performance gate's rules, durable files and process-group timeouts.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "driver/config.h"
+#include "driver/ctest_results.h"
+#include "driver/decision.h"
+#include "driver/files.h"
+#include "driver/performance_gate.h"
+#include "driver/process.h"
+#include "driver/statistics.h"
+#include "model/error.h"
+
+namespace fs = std::filesystem;
+using namespace dit::ar;
+
+namespace {
+
+fs::path scratch(const std::string& name) {
+  fs::path folder = fs::temp_directory_path() / ("dit-ar-core-" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  return folder / name;
+}
+
+nlohmann::json minimal_config() {
+  return nlohmann::json::parse(R"({
+    "project": "p", "default_lane": "l", "mutable_paths": ["src/"], "fixed_paths": ["tools/"],
+    "contract": "quality/contract.json",
+    "lanes": {"l": {"configure_preset": "c", "test_presets": ["c"],
+                    "objective": {"benchmark": "bench/b", "name": "BM_X"}}}})");
+}
+
+std::string config_error(const nlohmann::json& document) {
+  try {
+    parse_config(document, "cfg.json", "/repo");
+  } catch (const dit::Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TestResult result(const std::string& name, std::vector<std::string> labels, TestOutcome outcome) {
+  TestResult test;
+  test.test.name = name;
+  test.test.command = {"/build/" + name};
+  test.test.labels = std::move(labels);
+  test.outcome = outcome;
+  return test;
+}
+
+RunFacts passing_run() {
+  RunFacts facts;
+  facts.tests = {result("unit_a", {"unit"}, TestOutcome::passed),
+                 result("quality_psnr", {"quality"}, TestOutcome::passed),
+                 result("critical_3", {"quality", "critical"}, TestOutcome::passed),
+                 result("perf_gate", {"perf"}, TestOutcome::passed)};
+  facts.gate_reports = {{{"gate", "performance"}, {"passed", true}, {"reasons", nlohmann::json::array()}}};
+  facts.build_dir = "/build";
+  facts.source_dir = "/src";
+  facts.baseline_gates = gate_signatures(facts.tests, facts.build_dir, facts.source_dir);
+  return facts;
+}
+
+Lane test_lane() {
+  Lane lane = lane_from_json(minimal_config()["lanes"]["l"], "lane");
+  lane.name = "l";
+  return lane;
+}
+
+Measurement samples(std::vector<double> values) {
+  Measurement measurement;
+  measurement.samples = std::move(values);
+  return measurement;
+}
+
+}  // namespace
+
+TEST(Statistics, MedianAndPercentileInterpolate) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2.0);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4, 5}, 0.95), 4.8);
+  EXPECT_THROW(median({}), dit::Error);
+}
+
+TEST(Statistics, MannWhitneyExactForSeparatedSamples) {
+  // Complete separation of 9 and 9 values: p = 2 / C(18, 9) = 2 / 48620.
+  std::vector<double> fast{1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<double> slow{11, 12, 13, 14, 15, 16, 17, 18, 19};
+  MannWhitneyResult test = mann_whitney_u(fast, slow);
+  EXPECT_TRUE(test.exact);
+  EXPECT_DOUBLE_EQ(test.u, 0.0);
+  EXPECT_NEAR(test.p_value, 2.0 / 48620.0, 1e-12);
+}
+
+TEST(Statistics, MannWhitneyExactSmallCase) {
+  // Sizes 3 and 3, U = 1: P(U <= 1) = 2/20, two-sided 0.2.
+  MannWhitneyResult test = mann_whitney_u({1, 2, 4}, {3, 5, 6});
+  EXPECT_DOUBLE_EQ(test.u, 1.0);
+  EXPECT_NEAR(test.p_value, 0.2, 1e-12);
+}
+
+TEST(Statistics, MannWhitneyTiesAndIdenticalSamples) {
+  std::vector<double> eight(9, 8.0);
+  std::vector<double> ten(9, 10.0);
+  MannWhitneyResult separated = mann_whitney_u(eight, ten);
+  EXPECT_FALSE(separated.exact);
+  EXPECT_NEAR(separated.p_value, 4.657e-05, 1e-08);
+  EXPECT_DOUBLE_EQ(mann_whitney_u(eight, eight).p_value, 1.0);
+  // Interleaved samples are not significant.
+  EXPECT_GT(mann_whitney_u({1, 3, 5, 7, 9}, {2, 4, 6, 8, 10}).p_value, 0.5);
+}
+
+TEST(Config, AcceptsAMinimalFileWithDefaults) {
+  Config config = parse_config(minimal_config(), "cfg.json", "/repo");
+  EXPECT_EQ(config.state_dir, fs::path("/repo/.autoresearch"));
+  const Lane& lane = config.lane("l");
+  EXPECT_EQ(lane.build_preset, "c");
+  EXPECT_EQ(lane.build_dir, "build/c");
+  EXPECT_EQ(lane.repetitions, 9);
+  EXPECT_EQ(lane.objective.direction, Direction::lower);
+  EXPECT_THROW(config.lane("other"), dit::Error);
+}
+
+TEST(Config, NamesTheFieldThatIsWrong) {
+  nlohmann::json document = minimal_config();
+  document["lanes"]["l"]["objective"]["unit"] = "sec";
+  EXPECT_EQ(config_error(document), "cfg.json.lanes.l.objective.unit: 'sec' is not one of ns, us, ms, s");
+
+  document = minimal_config();
+  document["lanes"]["l"]["repetitions"] = 5;
+  EXPECT_NE(config_error(document).find("cfg.json.lanes.l.repetitions: must be at least 9"), std::string::npos);
+
+  document = minimal_config();
+  document["mutable_path"] = {"x/"};
+  EXPECT_NE(config_error(document).find("cfg.json.mutable_path: unknown field"), std::string::npos);
+
+  document = minimal_config();
+  document["fixed_paths"] = {"src/kernels/"};
+  EXPECT_NE(config_error(document).find("overlaps fixed path"), std::string::npos);
+
+  document = minimal_config();
+  document["state_dir"] = "../elsewhere";
+  EXPECT_NE(config_error(document).find("must not leave the repository"), std::string::npos);
+
+  document = minimal_config();
+  document["default_lane"] = "missing";
+  EXPECT_NE(config_error(document).find("'missing' is not one of the lanes"), std::string::npos);
+}
+
+TEST(Config, PathWithinMatchesWholeComponents) {
+  EXPECT_TRUE(path_within("model/dit.cpp", "model/"));
+  EXPECT_TRUE(path_within("model/dit.cpp", "model"));
+  EXPECT_TRUE(path_within("CMakeLists.txt", "CMakeLists.txt"));
+  EXPECT_FALSE(path_within("modelling/x.cpp", "model/"));
+  EXPECT_FALSE(path_within("model", "model/sub/"));
+}
+
+TEST(Files, JsonErrorsNameLineAndColumn) {
+  fs::path path = scratch("bad.json");
+  std::ofstream(path) << "{\n  \"a\": 1,\n  \"b\": ]\n}\n";
+  try {
+    read_json_file(path);
+    FAIL() << "malformed JSON was accepted";
+  } catch (const dit::Error& error) {
+    EXPECT_EQ(error.kind(), dit::ErrorKind::invalid_file);
+    EXPECT_NE(std::string(error.what()).find(path.string() + ":3:8: not valid JSON"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Files, AppendCutsATornLastLine) {
+  fs::path path = scratch("rows.tsv");
+  fs::remove(path);
+  append_line_durable(path, "a\tb");
+  std::ofstream(path, std::ios::app) << "torn";  // a writer killed mid-line
+  append_line_durable(path, "c\td");
+  EXPECT_EQ(read_text_file(path), "a\tb\nc\td\n");
+}
+
+TEST(Files, AtomicWriteReplacesContent) {
+  fs::path path = scratch("state.json");
+  write_json_atomic(path, {{"x", 1}});
+  write_json_atomic(path, {{"x", 2}});
+  EXPECT_EQ(read_json_file(path)["x"], 2);
+  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "temporary file left: " << entry.path();
+  }
+}
+
+TEST(CtestResults, ReadsJunitAndConsoleOutcomes) {
+  fs::path path = scratch("junit.xml");
+  std::ofstream(path) << R"(<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="x" tests="5">
+  <testcase name="ok" classname="ok" time="0.5" status="run"><system-out/></testcase>
+  <testcase name="bad" classname="bad" time="0.1" status="fail"><failure message=""/></testcase>
+  <testcase name="segv" classname="segv" time="0.1" status="fail"><failure message=""/></testcase>
+  <testcase name="skip" classname="skip" time="0" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/></testcase>
+  <testcase name="needs" classname="needs" time="0" status="notrun"><skipped message="Fixture dependency failed"/></testcase>
+</testsuite>)";
+  auto junit = parse_junit(path);
+  auto console = parse_console_failures(
+      "1/5 Test #1: ok ....................   Passed    0.50 sec\n"
+      "3/5 Test #3: segv ..................***Exception: SegFault  0.10 sec\n");
+  std::vector<SelectedTest> selected;
+  for (const char* name : {"ok", "bad", "segv", "skip", "needs", "absent"}) selected.push_back({name, {}, {"unit"}});
+  auto results = merge_results(selected, junit, console, "p");
+  ASSERT_EQ(results.size(), 6u);
+  EXPECT_EQ(results[0].outcome, TestOutcome::passed);
+  EXPECT_EQ(results[1].outcome, TestOutcome::failed);
+  EXPECT_EQ(results[2].outcome, TestOutcome::crashed);
+  EXPECT_EQ(results[3].outcome, TestOutcome::skipped);
+  EXPECT_EQ(results[4].outcome, TestOutcome::not_run);
+  EXPECT_EQ(results[5].outcome, TestOutcome::missing);
+}
+
+TEST(CtestResults, ReadsLabelsFromTheListing) {
+  auto listing = nlohmann::json::parse(R"({"kind": "ctestInfo", "tests": [
+    {"name": "g", "command": ["/b/g", "--x"], "properties": [{"name": "LABELS", "value": ["quality", "critical"]}]},
+    {"name": "u", "command": ["/b/u"], "properties": [{"name": "WORKING_DIRECTORY", "value": "/b"}]}]})");
+  auto tests = parse_test_listing(listing, "listing");
+  ASSERT_EQ(tests.size(), 2u);
+  EXPECT_TRUE(is_gate(tests[0]));
+  EXPECT_FALSE(is_gate(tests[1]));
+  EXPECT_THROW(parse_test_listing(nlohmann::json::object(), "listing"), dit::Error);
+}
+
+TEST(Decision, KeepsOnlyAFullyPassingRun) { EXPECT_EQ(decide(passing_run()).status, Status::keep); }
+
+TEST(Decision, SkippedOrMissingGatesAreCrashes) {
+  for (TestOutcome outcome : {TestOutcome::skipped, TestOutcome::not_run, TestOutcome::missing}) {
+    RunFacts facts = passing_run();
+    facts.tests[1].outcome = outcome;
+    EXPECT_EQ(decide(facts).status, Status::crash) << to_string(outcome);
+  }
+}
+
+TEST(Decision, GateSetMustMatchTheBaseline) {
+  RunFacts facts = passing_run();
+  facts.tests.erase(facts.tests.begin() + 2);
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::crash);
+  EXPECT_EQ(decision.reasons.front(), "gate test missing or changed since the baseline: critical_3");
+  facts = passing_run();
+  facts.tests[1].test.command.push_back("--relaxed");
+  EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
+TEST(Decision, QualityBeforePerformance) {
+  RunFacts facts = passing_run();
+  facts.tests[1].outcome = TestOutcome::failed;
+  facts.tests[3].outcome = TestOutcome::failed;
+  facts.gate_reports[0]["passed"] = false;
+  EXPECT_EQ(decide(facts).status, Status::discard_quality);
+  facts.tests[1].outcome = TestOutcome::passed;
+  facts.gate_reports[0]["reasons"] = {"median regressed 3%"};
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::discard_performance);
+  EXPECT_EQ(decision.reasons, std::vector<std::string>{"median regressed 3%"});
+}
+
+TEST(Decision, UnitFailuresCrashesAndMissingReportsAreCrashes) {
+  RunFacts facts = passing_run();
+  facts.tests[0].outcome = TestOutcome::failed;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+  facts = passing_run();
+  facts.tests[1].outcome = TestOutcome::crashed;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+  facts = passing_run();
+  facts.gate_reports.clear();
+  EXPECT_EQ(decide(facts).status, Status::crash);
+  facts = passing_run();
+  facts.stage_failure = "build failed: exit code 1";
+  EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
+TEST(PerformanceGate, NeedsSignificanceAndTheMinimum) {
+  Lane lane = test_lane();
+  Measurement best = samples({10, 10.1, 9.9, 10, 10.2, 9.8, 10, 10.1, 9.9});
+  Measurement faster = samples({9, 9.1, 8.9, 9, 9.2, 8.8, 9, 9.1, 8.9});
+  EXPECT_TRUE(evaluate_performance(lane, 5.0, faster, best, std::nullopt, std::nullopt).passed);
+  GateReport too_small = evaluate_performance(lane, 15.0, faster, best, std::nullopt, std::nullopt);
+  EXPECT_FALSE(too_small.passed);
+  EXPECT_NE(too_small.reasons.front().find("improved only 10%"), std::string::npos) << too_small.reasons.front();
+  GateReport same = evaluate_performance(lane, 1.0, best, best, std::nullopt, std::nullopt);
+  EXPECT_FALSE(same.passed);
+  EXPECT_NE(same.reasons.front().find("no significant difference"), std::string::npos);
+  GateReport few = evaluate_performance(lane, 1.0, samples({9, 9}), best, std::nullopt, std::nullopt);
+  EXPECT_FALSE(few.passed);
+}
+
+TEST(PerformanceGate, GuardrailsAndOutputHash) {
+  Lane lane = test_lane();
+  Measurement best = samples(std::vector<double>(9, 10.0));
+  Measurement faster = samples({8, 8, 8, 8, 8, 8, 8, 8, 8});
+  faster.hashes.assign(9, "abc");
+  Summary baseline{7.0, 7.0, std::nullopt, 9};  // faster than this candidate: the total p95 guardrail trips
+  GateReport total = evaluate_performance(lane, 5.0, faster, best, baseline, std::nullopt);
+  EXPECT_FALSE(total.passed);
+  EXPECT_NE(total.reasons.front().find("against the baseline"), std::string::npos);
+  GateReport mismatch = evaluate_performance(lane, 5.0, faster, best, std::nullopt, std::string("abd"));
+  EXPECT_FALSE(mismatch.passed);
+  EXPECT_NE(mismatch.reasons.front().find("differs from the quality render"), std::string::npos);
+  EXPECT_TRUE(evaluate_performance(lane, 5.0, faster, best, std::nullopt, std::string("abc")).passed);
+}
+
+TEST(PerformanceGate, NoiseIsTheLargerOfMedianShiftAndSpread) {
+  Lane lane = test_lane();
+  GateReport report = evaluate_noise(lane, samples({10, 10, 10, 10, 10, 10, 10, 10, 10.5}),
+                                     samples({10.2, 10.2, 10.2, 10.2, 10.2, 10.2, 10.2, 10.2, 10.2}));
+  EXPECT_TRUE(report.passed);
+  EXPECT_NEAR(report.details["noise_percent"].get<double>(), 0.2 / 10.2 * 100.0, 1e-9);
+}
+
+TEST(Process, TimeoutKillsTheWholeGroupAndEscapees) {
+  become_subreaper();
+  fs::path pids = scratch("pids.txt");
+  ProcessOptions options;
+  // A child that starts a grandchild in its own session (escaping the group), then hangs.
+  options.argv = {"sh", "-c", "setsid sleep 300 & echo $! > " + pids.string() + "; sleep 300"};
+  options.timeout = std::chrono::seconds(1);
+  ProcessResult result = run_process(options);
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_FALSE(result.succeeded());
+  int escapee = 0;
+  std::ifstream(pids) >> escapee;
+  ASSERT_GT(escapee, 0);
+  EXPECT_FALSE(process_alive(escapee)) << "the setsid grandchild survived";
+}
+
+TEST(Process, ReportsExitCodesAndMissingPrograms) {
+  ProcessOptions options;
+  options.argv = {"sh", "-c", "exit 3"};
+  ProcessResult result = run_process(options);
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.describe(), "exit code 3");
+  options.argv = {"/nonexistent/program"};
+  result = run_process(options);
+  EXPECT_FALSE(result.started);
+}
