@@ -1,9 +1,11 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 // Calibration: renders exact restatements of the baseline (a fresh engine instance, the case
 // inside a larger batch at its front and at its back, one CPU thread instead of several) and
-// scores each against a reference render. The worst spread of every metric over the exact
-// restatements, widened by the rules at the top of calibrate.cpp, gives the contract's floors.
-// Numerical restatements (TF32 on the GPU) are measured and reported, never used for margins.
+// a rounding variant (every DiT weight moved by one float32 ulp, standing in for another valid
+// GEMM algorithm, which the public API cannot select), and scores each against a reference
+// render. The worst spread of every metric over those, widened by the rules at the top of
+// calibrate.cpp, gives the contract's floors. Numerical variants (TF32 on the GPU) are
+// measured and reported, never used for margins.
 #pragma once
 
 #include <iosfwd>
@@ -22,14 +24,14 @@ namespace dit::quality {
 
 struct Restatement {
   std::string name;
-  std::string kind;  // "exact" (used for margins) or "numerical" (reported only)
+  std::string kind;  // "exact" or "rounding" (both set the margins), "numerical" (reported only)
   std::string description;
   ScoreSet scores;   // against the reference render
 };
 
 struct Calibration {
   std::vector<Restatement> restatements;
-  std::map<std::string, double> worst_exact_spread;  // metric -> worst score over exact restatements
+  std::map<std::string, double> worst_spread;  // metric -> worst over exact and rounding ones
   std::map<std::string, double> proposed_floor;      // metric -> floor derived from that spread
   nlohmann::json to_json(const Contract& contract) const;
 };

@@ -336,7 +336,7 @@ int command_calibrate(const SetOptions& o, const std::string& out) {
     std::cout << "  " << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>() << "): " << r["worst"].dump()
               << "\n";
   }
-  std::cout << "worst exact spread: " << result["worst_exact_spread"].dump() << "\nproposed floors:    "
+  std::cout << "worst spread (exact + rounding): " << result["worst_spread"].dump() << "\nproposed floors:    "
             << result["proposed_floor"].dump() << "\ncontract floors:    " << result["contract_floor"].dump() << "\n";
   if (!out.empty()) write_file_atomically(out, result.dump(2) + "\n");
   return kExitPassed;

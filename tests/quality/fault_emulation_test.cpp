@@ -2,8 +2,11 @@
 // contract passes an unmodified re-render and fails each emulated bug (fault_emulation.h).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "quality/contract.h"
 #include "quality/corpus.h"
+#include "quality/metrics.h"
 #include "quality/render.h"
 #include "tests/quality/fault_emulation.h"
 
@@ -49,13 +52,17 @@ TEST_F(FaultEmulation, TheUnmodifiedEnginePasses) {
 TEST_F(FaultEmulation, AttentionScaleOffByOnePercentFails) {
   const RenderedCase candidate = render_with([](DitWeights& w) { scale_attention_logits(w, 1.01f); });
   const std::set<std::string> failing = failing_gates(*contract_, case_->id, *golden_, candidate);
-  EXPECT_TRUE(failing.count("latent_relative_l2")) << "failing gates: " << failing.size();
+  const double error = latent_relative_l2(candidate.latent.data, golden_->latent.data);
+  std::printf("latent_relative_l2 %.3g, %zu gates fail\n", error, failing.size());
+  EXPECT_TRUE(failing.count("latent_relative_l2")) << "latent_relative_l2 " << error;
 }
 
 TEST_F(FaultEmulation, OneBlocksIgnoredGateFails) {
   const RenderedCase candidate = render_with([](DitWeights& w) { ignore_attention_gate(w, 1); });
   const std::set<std::string> failing = failing_gates(*contract_, case_->id, *golden_, candidate);
-  EXPECT_TRUE(failing.count("latent_relative_l2")) << "failing gates: " << failing.size();
+  const double error = latent_relative_l2(candidate.latent.data, golden_->latent.data);
+  std::printf("latent_relative_l2 %.3g, %zu gates fail\n", error, failing.size());
+  EXPECT_TRUE(failing.count("latent_relative_l2")) << "latent_relative_l2 " << error;
 }
 
 TEST(FaultEdits, ChangeOnlyTheRowsTheyClaim) {
