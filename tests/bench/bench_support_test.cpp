@@ -13,15 +13,10 @@
 
 #include "bench/support/bench_support.h"
 #include "bench/support/model_costs.h"
-#include "bench/support/sha256.h"
 #include "model/config.h"
 
 namespace dit::bench {
 namespace {
-
-std::span<const std::byte> bytes_of(const std::string& text) {
-  return std::as_bytes(std::span<const char>(text.data(), text.size()));
-}
 
 TEST(SplitArguments, TakesDeclaredOptionsInBothFormsAndLeavesTheRest) {
   const ParsedArguments parsed = split_arguments(
@@ -66,26 +61,6 @@ TEST(Quantile, InterpolatesBetweenOrderStatistics) {
   EXPECT_NEAR(quantile({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.95), 9.55, 1e-12);
   EXPECT_DOUBLE_EQ(quantile({5}, 0.95), 5.0);
   EXPECT_TRUE(std::isnan(quantile({}, 0.5)));
-}
-
-TEST(Sha256, MatchesTheFipsExamples) {
-  EXPECT_EQ(sha256_hex(bytes_of("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  EXPECT_EQ(sha256_hex(bytes_of("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(sha256_hex(bytes_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-}
-
-TEST(Sha256, HashesInPiecesAsInOneGo) {
-  const std::string text(1000, 'a');  // crosses several 64-byte blocks and the padding edge
-  Sha256 pieces;
-  pieces.update(bytes_of(text.substr(0, 63)));
-  pieces.update(bytes_of(text.substr(63, 2)));
-  pieces.update(bytes_of(text.substr(65)));
-  Sha256 whole;
-  whole.update(bytes_of(text));
-  EXPECT_EQ(pieces.finish(), whole.finish());
-  EXPECT_EQ(sha256_hex(bytes_of(std::string(1000000, 'a'))),
-            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 TEST(ModelCosts, DitXl2ForwardMatchesThePublishedCount) {
