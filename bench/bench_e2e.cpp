@@ -218,7 +218,7 @@ void BM_E2E_SampleLatents(benchmark::State& state) { run_e2e(state, Work::latent
 BENCHMARK(BM_E2E_Image)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond)->Apply(
     [](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
 BENCHMARK(BM_E2E_Image)->Arg(512)->Iterations(1)->Repetitions(2)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_E2E_Batch)->ArgNames({"image", "images"})->Args({256, 8})->Iterations(1)->Repetitions(2)
+BENCHMARK(BM_E2E_Batch)->ArgNames({"image", "images"})->Args({256, 8})->Iterations(1)->Repetitions(1)
     ->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_E2E_SampleLatents)->Arg(256)->Iterations(1)->Repetitions(3)->UseManualTime()
     ->Unit(benchmark::kMillisecond)->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });

@@ -184,8 +184,17 @@ void add_gemm(const std::string& layer, int M, int N, int K, DeviceDtype dtype, 
   c.outputs = {{static_cast<size_t>(M) * N, output}};
   c.flops = 2.0 * M * N * K;
   c.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
-    dit::cuda::GemmArgs args{b.in(set, 0), b.in(set, 1), b.in(set, 2), b.out(0), M, N, K, dtype, output,
-                             dit::cuda::GemmCompute::fp32, epilogue};
+    dit::cuda::GemmArgs args;
+    args.in = b.in(set, 0);
+    args.weight = b.in(set, 1);
+    args.bias = b.in(set, 2);
+    args.out = b.out(0);
+    args.M = M;
+    args.N = N;
+    args.K = K;
+    args.operands = dtype;
+    args.output = output;
+    args.epilogue = epilogue;
     gemm_runner().linear(args, stream);
   };
   add("gemm/" + layer + "/m" + std::to_string(M) + "_n" + std::to_string(N) + "_k" + std::to_string(K) + "_" +
