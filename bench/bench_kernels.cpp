@@ -22,6 +22,8 @@
 #include "bench/support/gpu_support.h"
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
+#include "kernels/bias_activation.h"
 #include "kernels/class_embed.h"
 #include "kernels/gated_residual.h"
 #include "kernels/group_norm.h"
@@ -29,10 +31,12 @@
 #include "kernels/layernorm_modulate.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
+#include "kernels/residual_layernorm.h"
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
 #include "kernels/upsample.h"
+#include "kernels/vae_bias.h"
 #include "kernels/vae_softmax.h"
 #include "model/cublaslt_gemm.h"
 
@@ -222,10 +226,37 @@ void add_transformer_kernels(int image_size, DeviceDtype dtype) {
   attention.inputs = {{static_cast<size_t>(tokens) * 3 * kHidden, dtype}};
   attention.outputs = {{activations, dtype}};
   attention.flops = 4.0 * kBatch * kHeads * static_cast<double>(T) * T * kHeadDim;
-  attention.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+  KernelCase naive = attention;
+  naive.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
     dit::cuda::attention_naive(b.in(set, 0), b.out(0), dtype, kBatch, T, kHeads, kHeadDim, stream);
   };
-  add("attention_naive" + shape + "_h16_d72_" + suffix(dtype), std::move(attention));
+  add("attention_naive" + shape + "_h16_d72_" + suffix(dtype), std::move(naive));
+  // The engine's dispatch: the tensor-core kernel where it supports the head size, else naive.
+  attention.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+    dit::cuda::attention(b.in(set, 0), b.out(0), dtype, kBatch, T, kHeads, kHeadDim, stream);
+  };
+  add("attention" + shape + "_h16_d72_" + suffix(dtype), std::move(attention));
+
+  KernelCase residual_norm;  // the gated residual fused with the next LayerNorm + modulation
+  residual_norm.inputs = {{activations, f32}, {activations, f32}, {static_cast<size_t>(kBatch) * 6 * kHidden, f32}};
+  residual_norm.outputs = {{activations, dtype}};
+  residual_norm.written_in_place = static_cast<double>(activations) * 4;
+  residual_norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+    const float* modulation = b.in<float>(set, 2);
+    dit::cuda::residual_layernorm_modulate(b.in<float>(set, 0), b.in<float>(set, 1), modulation + 2 * kHidden,
+                                           6 * kHidden, modulation + 3 * kHidden, modulation + 4 * kHidden,
+                                           6 * kHidden, b.out(0), dtype, kBatch, T, kHidden, 1e-6f, stream);
+  };
+  add("residual_layernorm_modulate" + typed, std::move(residual_norm));
+
+  KernelCase bias_gelu;  // the fallback where cuBLASLt has no fused GELU epilogue (fc1)
+  bias_gelu.inputs = {{static_cast<size_t>(kMlp), dtype}};
+  bias_gelu.outputs = {{static_cast<size_t>(tokens) * kMlp, dtype}};
+  bias_gelu.written_in_place = static_cast<double>(tokens) * kMlp * dit::cuda::dtype_bytes(dtype);
+  bias_gelu.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+    dit::cuda::bias_activation(b.out(0), b.in(set, 0), dtype, tokens, kMlp, true, stream);
+  };
+  add("bias_gelu/m" + std::to_string(tokens) + "_n" + std::to_string(kMlp) + "_" + suffix(dtype), std::move(bias_gelu));
 
   KernelCase layernorm;
   layernorm.inputs = {{activations, f32}, {static_cast<size_t>(kBatch) * 6 * kHidden, f32}};
@@ -373,6 +404,14 @@ void add_vae_kernels(DeviceDtype dtype) {
     add("upsample_nearest2x/s" + std::to_string(s.size) + "_c" + std::to_string(s.channels) + "_" + suffix(dtype),
         std::move(up));
   }
+  KernelCase bias;  // after a convolution at the full resolution of a 256 image: 65536 pixels x 128
+  bias.inputs = {{static_cast<size_t>(256) * 256 * 128, dtype}, {128, f32}};
+  bias.written_in_place = 256.0 * 256 * 128 * dit::cuda::dtype_bytes(dtype);
+  bias.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+    dit::cuda::vae_add_bias(b.in(set, 0), b.in<float>(set, 1), dtype, 256 * 256, 128, stream);
+  };
+  add(std::string("vae_add_bias/r65536_c128_") + suffix(dtype), std::move(bias));
+
   KernelCase softmax;  // mid-block attention scores at 256: 1024 pixels attend to 1024
   softmax.inputs = {{1024 * 1024, dtype}};
   softmax.outputs = {{1024 * 1024, dtype}};
