@@ -8,4 +8,4 @@ cmake --preset cpu
 cmake --build --preset cpu --target dit-sample
 ./build/cpu/model/cli/dit-sample --model DiT-S/8 --image-size 256 --random-weights --seed 1 \
   --class 207 --class 360 --steps 20 --cfg-scale 4.0 --sampler ddim --backend cpu \
-  --out out/quickstart
+  --vae tiny --out out/quickstart

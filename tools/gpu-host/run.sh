@@ -1,0 +1,35 @@
+#!/bin/bash
+# Builds and tests an a5500 build on a GPU host that has no package registry, from a checkout
+# where ../shared/gpu-host/stage-deps.sh has filled .deps/. Logs, JUnit and benchmark JSON go
+# to $OUT (default: ./gpu-host-out). Stages, in order, any of:
+#   build   configure + build the a5500 preset
+#   test    ctest --preset a5500 (DIT_REQUIRE_GPU=1), JUnit in $OUT/ctest-a5500.xml
+#   perf    ctest --preset a5500-perf, benchmark JSON under $OUT/bench
+# Usage: tools/gpu-host/run.sh build test [perf]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-$PWD/gpu-host-out}"
+mkdir -p "$OUT"
+. .deps/env.sh
+export CCACHE_DISABLE=1
+status=0
+for stage in "$@"; do
+  start=$(date +%s)
+  case "$stage" in
+    build)
+      { cmake --preset a5500 && cmake --build --preset a5500 -j "$(nproc)"; } >"$OUT/build.log" 2>&1 \
+        || { tail -60 "$OUT/build.log"; exit 1; }
+      ;;
+    test)
+      ctest --preset a5500 -j 4 --output-junit "$OUT/ctest-a5500.xml" >"$OUT/ctest-a5500.log" 2>&1 || status=1
+      grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Timeout|Not Run" "$OUT/ctest-a5500.log" | tail -40
+      ;;
+    perf)
+      DIT_RUN_DIR="$OUT" ctest --preset a5500-perf --output-junit "$OUT/ctest-perf.xml" >"$OUT/ctest-perf.log" 2>&1 || status=1
+      tail -15 "$OUT/ctest-perf.log"
+      ;;
+    *) echo "unknown stage: $stage"; exit 2 ;;
+  esac
+  echo "stage $stage: $(( $(date +%s) - start )) s"
+done
+exit $status
