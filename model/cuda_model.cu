@@ -21,17 +21,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "kernels/activations.h"
-#include "kernels/attention.h"
 #include "kernels/attention_flash.h"
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
-#include "kernels/gated_residual.h"
 #include "kernels/guidance.h"
 #include "kernels/layernorm_modulate.h"
 #include "kernels/noise.h"
