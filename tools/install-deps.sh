@@ -17,3 +17,10 @@ if [ -n "$missing" ]; then
   # shellcheck disable=SC2086
   $sudo apt-get install -y -q --no-install-recommends $missing
 fi
+
+# The sm_86 resource check reads cuobjdump's report; a toolkit without cuobjdump (some CUDA
+# installs ship nvcc alone) gets it from NVIDIA's PyPI wheel.
+if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } \
+   && ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
+  python3 -m pip install -q nvidia-cuda-cuobjdump==13.2.51
+fi
