@@ -1,3 +1,4 @@
+// Fixed during a session (the performance harness).
 // The shared main of every benchmark binary and the helpers that need no GPU: suite options
 // beyond Google Benchmark's flags, where the JSON goes, the build and commit context, and
 // rate counters computed from the timed seconds.

@@ -1,3 +1,4 @@
+// Fixed during a session (the performance harness).
 // Models, weights and inputs for the engine benchmarks: one weight set per process (seeded
 // random, or a checkpoint given with --weights), a model per image size built on demand, and
 // fresh random inputs for every iteration.

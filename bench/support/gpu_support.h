@@ -1,3 +1,4 @@
+// Fixed during a session (the performance harness).
 // GPU helpers of the benchmark suites: the probe that opens the device and writes its context
 // (GPU, clocks, driver, CUDA runtime, cuBLASLt, cuDNN), CUDA-event timing, the L2 flush, and
 // peak device memory as DESIGN.md section 3 defines it.

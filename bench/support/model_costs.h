@@ -1,3 +1,4 @@
+// Fixed during a session (the performance harness).
 // Work counts for the rate counters: floating-point operations of one DiT forward pass (two per
 // multiply-accumulate, matrix products and attention only, as the DiT paper counts) and the
 // bytes a pass must at least move (every weight read once at the run's precision).
