@@ -94,6 +94,14 @@ struct Inputs {
 // Loads and cross-checks the corpus and the contract; every problem is a setup error.
 Inputs load_inputs(const GateSet& set) {
   Inputs inputs{load_corpus(set.corpus), load_contract(set.contract)};
+  for (const Case& c : inputs.corpus.cases) {
+    if (is_tiny_model(c.model)) continue;
+    try {
+      model_config(c.model, c.image_size);
+    } catch (const Error& error) {
+      throw SetupError(set.corpus + ":" + std::to_string(c.line) + ": " + error.what());
+    }
+  }
   const std::vector<std::string>& listed = inputs.contract.critical_cases_of(inputs.corpus.name);
   const std::vector<std::string> flagged = inputs.corpus.critical_ids();
   for (const std::string& id : listed) {

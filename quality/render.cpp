@@ -15,9 +15,6 @@ namespace dit::quality {
 
 namespace {
 
-// The tiny models of the reference vectors: config and weights from tests/data.
-bool is_tiny_model(const std::string& model) { return model == "tiny_a" || model == "tiny_b"; }
-
 std::string model_key(const Case& c) {
   return c.model + "|" + std::to_string(c.image_size) + "|" + c.vae + "|" + std::to_string(c.weights_seed);
 }
@@ -37,6 +34,8 @@ SampleRequest request_for(const Case& c) {
 }
 
 }  // namespace
+
+bool is_tiny_model(const std::string& model) { return model == "tiny_a" || model == "tiny_b"; }
 
 struct Renderer::Loaded {
   std::string key;

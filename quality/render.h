@@ -18,6 +18,10 @@
 
 namespace dit::quality {
 
+// The tiny models of the reference vectors ("tiny_a", "tiny_b"): config and weights from
+// tests/data; any other model name is a DiT config name with seeded random weights.
+bool is_tiny_model(const std::string& model);
+
 struct RenderSettings {
   Backend backend = Backend::cpu;
   Precision precision = Precision::fp32;

@@ -67,6 +67,16 @@ TEST_F(Cli, AMalformedCorpusLineExitsTwoNamingTheLine) {
       << result.output;
 }
 
+TEST_F(Cli, AnUnknownModelOrSizeExitsTwoNamingTheLine) {
+  const std::string corpus = write("cases.jsonl",
+      "# one bad case\n"
+      R"({"id": "x", "model": "DiT-XL/2", "image_size": 384, "class_label": 1, "seed": 1, "sampler": "ddim", "steps": 50, "cfg_scale": 4.0, "critical": false})"
+      "\n");
+  const Result result = run("check --corpus " + corpus + " --contract " + real("contract.json"));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("cases.jsonl:2: image size 384 is not supported"), std::string::npos) << result.output;
+}
+
 TEST_F(Cli, AMalformedContractExitsTwoNamingTheField) {
   std::ifstream in(real("contract.json"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
