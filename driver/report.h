@@ -1,0 +1,118 @@
+// dit-ar report: the research session as one self-contained HTML page (DESIGN.md section 8).
+// Reading the state directory (report_input.cpp, report_results.cpp), the parts of the page
+// (report_svg.cpp: the objective chart; report_images.cpp: PNG decoding, the difference
+// heatmap, data: URIs; report_html.cpp: the page) and the command (report_command.cpp).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "driver/config.h"
+
+namespace dit::ar {
+
+// One row of results.tsv, its fields in the header's order, plus what the chart needs.
+struct ResultRow {
+  int line = 0;                     // line number in results.tsv (the header is line 1)
+  std::vector<std::string> fields;  // as in the file
+  std::string status;               // KEEP, DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
+  std::string classification;       // "baseline" for the baseline row
+  std::string commit;
+  std::string description;
+  std::string run_dir;
+  std::optional<double> candidate;  // the objective measured for this commit, if it was
+  bool is_baseline() const { return classification == "baseline"; }
+};
+
+struct ResultsTable {
+  std::vector<std::string> header;
+  std::vector<ResultRow> rows;
+  bool torn_last_line = false;  // a last line without newline (a killed writer): not a row, as in dit-ar
+};
+
+// Reads results.tsv strictly: a header holding the columns the report reads, then rows of
+// exactly as many fields, each with a known status and a numeric (or empty) candidate.
+// A missing file is an empty table. Throws dit::Error(invalid_file) naming the file and line.
+ResultsTable read_results_table(const std::filesystem::path& path);
+
+// One benchmark entry's time in the baseline's and the best's run directory.
+struct BenchmarkDelta {
+  std::string name;
+  std::optional<double> baseline_time;  // in `unit`; absent when only one side has the entry
+  std::optional<double> best_time;
+  std::string unit;
+  std::string error;  // a SkipWithError message on either side
+};
+
+// The deltas of one Google Benchmark JSON file present in both run directories' bench/.
+struct BenchmarkFile {
+  std::string file_name;  // "bench_kernels.json"
+  std::vector<BenchmarkDelta> deltas;
+};
+
+// One quality case: the baseline's image, the best's, and the heatmap of their difference.
+struct GalleryCase {
+  std::string set;  // the gate set ("cpu", "gpu")
+  std::string case_id;
+  std::filesystem::path baseline_image;  // empty when missing
+  std::filesystem::path best_image;      // empty when missing
+};
+
+struct ReportInput {
+  std::string project;
+  std::filesystem::path state_dir;
+  bool has_session = false;
+  nlohmann::json session;  // session.json, or an empty object
+  std::optional<nlohmann::json> best;  // best.json
+  std::string lane;
+  std::string objective_label;  // "BM_E2E_Image/256 real_time (ms, lower is better)"
+  std::string unit;
+  bool lower_is_better = true;
+  ResultsTable results;
+  std::string baseline_run_dir;  // relative to the state directory; empty when none
+  std::string best_run_dir;
+  bool best_is_baseline = false;
+  std::vector<BenchmarkFile> benchmarks;
+  std::vector<std::string> notes;  // what could not be read, said on the page
+  std::vector<GalleryCase> gallery;
+  std::string generated_at;  // UTC timestamp
+};
+
+// Everything the page shows, from the config's state directory. Throws dit::Error for a
+// malformed results.tsv, session.json or best.json; a missing part is left empty.
+ReportInput load_report_input(const Config& config);
+
+// The objective over experiments as an inline <svg>: one marker per row (class "point").
+std::string render_objective_chart(const ReportInput& input);
+
+// A decoded 8-bit RGB image.
+struct RgbImage {
+  int width = 0, height = 0;
+  std::vector<unsigned char> rgb;  // [height, width, 3]
+};
+RgbImage read_png_file(const std::filesystem::path& path);  // throws dit::Error naming the file
+std::string encode_png(const RgbImage& image);              // PNG bytes
+
+// The per-pixel difference of two images of one size: the largest channel difference, mapped
+// black (identical) through red and yellow to white (the largest difference in the image).
+struct DifferenceMap {
+  RgbImage heatmap;
+  int max_difference = 0;     // in 8-bit levels
+  double mean_difference = 0; // over pixels, of the per-pixel largest channel difference
+};
+DifferenceMap difference_heatmap(const RgbImage& baseline, const RgbImage& best);
+
+std::string base64_encode(const std::string& bytes);
+std::string png_data_uri(const std::string& png_bytes);
+
+// The whole page.
+std::string render_report_html(const ReportInput& input);
+
+// Escapes & < > " ' for HTML text and attribute values.
+std::string html_escape(const std::string& text);
+
+}  // namespace dit::ar
