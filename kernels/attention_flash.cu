@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "kernels/attention.h"
+#include "kernels/attention_tiled.h"
 #include "kernels/cuda_check.h"
 
 namespace dit::cuda {
@@ -311,6 +312,8 @@ void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T
 void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
   if (attention_flash_supported(dtype, hd))
     attention_flash(qkv, out, dtype, B, T, H, hd, stream);
+  else if (attention_tiled_supported(dtype, hd))
+    attention_tiled(qkv, out, dtype, B, T, H, hd, stream);
   else
     attention_naive(qkv, out, dtype, B, T, H, hd, stream);
 }

@@ -14,7 +14,8 @@ bool attention_flash_supported(DeviceDtype dtype, int head_dim);
 void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
                      cudaStream_t stream);
 
-// attention_flash where supported, else attention_naive.
+// attention_flash where supported (f16/bf16), else attention_tiled (f32, kernels/attention_tiled.h)
+// where supported, else attention_naive.
 void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
 
 }  // namespace dit::cuda
