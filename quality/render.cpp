@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <ostream>
+#include <span>
 
 #include "model/error.h"
 #include "model/safetensors.h"
@@ -113,6 +114,13 @@ bool identical_bytes(const RenderedCase& a, const RenderedCase& b) {
          a.image.width == b.image.width && a.image.height == b.image.height && a.image.rgb == b.image.rgb;
 }
 
+std::string output_hash(const Tensor& latent, const Image& image) {
+  Sha256 hash;
+  hash.update(std::as_bytes(std::span(latent.data)));
+  hash.update(std::as_bytes(std::span(image.rgb)));
+  return hash.hex_digest();
+}
+
 RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered) {
   const std::string latent_path = out_dir + "/" + latent_file_name(case_id);
   const std::string image_path = out_dir + "/" + image_file_name(case_id);
@@ -121,6 +129,7 @@ RenderRecord write_rendered_case(const std::string& out_dir, const std::string& 
   RenderRecord record;
   record.latent_sha256 = sha256_file(latent_path);
   record.image_sha256 = sha256_file(image_path);
+  record.output_sha256 = output_hash(rendered.latent, rendered.image);
   return record;
 }
 

@@ -64,5 +64,9 @@ RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const
 RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id,
                                  const RenderedCase& rendered);
 bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
+// SHA-256 of one image's outputs as raw bytes: the latent's float32 values ([1, C, s, s],
+// little-endian, as sampled) followed by the image's RGB bytes ([H, W, 3]). Independent of
+// file formats, so a benchmark can hash what it timed and compare with render.json.
+std::string output_hash(const Tensor& latent, const Image& image);
 
 }  // namespace dit::quality

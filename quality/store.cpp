@@ -56,6 +56,7 @@ json RenderManifest::to_json() const {
                         {"image", image_file_name(id)},
                         {"latent_sha256", record.latent_sha256},
                         {"image_sha256", record.image_sha256},
+                        {"output_sha256", record.output_sha256},
                         {"deterministic", record.deterministic},
                         {"seconds", record.seconds}};
   }
@@ -78,6 +79,7 @@ RenderManifest RenderManifest::from_json(const json& root, const std::string& la
     RenderRecord record;
     record.latent_sha256 = string_field(entry, "latent_sha256", where);
     record.image_sha256 = string_field(entry, "image_sha256", where);
+    record.output_sha256 = string_field(entry, "output_sha256", where);
     record.deterministic = entry.at("deterministic").get<bool>();
     record.seconds = entry.value("seconds", 0.0);
     manifest.cases[id] = record;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -287,6 +288,35 @@ TEST_F(Gate, ARecordedBaselineIsTamperEvidentAndNeverOverwritten) {
   const Contract other_contract = parse_contract(other.dump(), "other.json");
   const std::vector<std::string> contract_problems = verify_baseline(here, corpus_, other_contract);
   EXPECT_NE(contract_problems.at(0).find("another version of the contract"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dit::quality
+
+namespace dit::quality {
+namespace {
+
+TEST(OutputHash, CoversEveryLatentAndPixelByteAndIsRecorded) {
+  RenderedCase out;
+  out.latent = Tensor({1, 4, 2, 2}, 0.5f);
+  out.image.width = out.image.height = 2;
+  out.image.rgb.assign(12, 7);
+  const std::string hash = output_hash(out.latent, out.image);
+  EXPECT_EQ(hash, output_hash(out.latent, out.image));
+  RenderedCase pixel = out;
+  pixel.image.rgb[11] = 8;
+  EXPECT_NE(output_hash(pixel.latent, pixel.image), hash);
+  RenderedCase latent = out;
+  latent.latent.data[15] = std::nextafter(0.5f, 1.0f);
+  EXPECT_NE(output_hash(latent.latent, latent.image), hash);
+
+  const std::string dir = testing::TempDir() + "/quality_output_hash_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  RenderManifest manifest{"test", "cases.jsonl", "0", "cpu", "fp32", {}};
+  manifest.cases["x"] = write_rendered_case(dir, "x", out);
+  save_render_manifest(dir, manifest);
+  EXPECT_EQ(load_render_manifest(dir).cases.at("x").output_sha256, hash);
 }
 
 }  // namespace
