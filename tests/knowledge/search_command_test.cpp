@@ -103,6 +103,15 @@ TEST_F(SearchCommand, OperatorsQuotesAndFiltersAreSearchedAsPlainWords) {
     ASSERT_NO_THROW(outcome = search(query)) << "query [" << query << "]";
     EXPECT_TRUE(outcome.code == 0 || outcome.code == kExitNoMatch) << "query [" << query << "]";
   }
+  // A very long query, and one with a NUL byte inside a word.
+  std::string long_query;
+  for (int i = 0; i < 3000; ++i) {
+    long_query += 'w';
+    long_query += std::to_string(i);
+    long_query += i % 7 == 0 ? " AND " : " ";
+  }
+  EXPECT_EQ(search(long_query + "gemm").code, 0);
+  EXPECT_EQ(search(std::string("ge\0mm head", 11)).code, 0);
   // The operators were words, not operators: "NOT padding" did not exclude the padding section.
   EXPECT_EQ(search("head AND size OR 72 NOT padding").code, 0);
   EXPECT_EQ(search("title:attention").code, 0);
