@@ -3,7 +3,8 @@
 # tests only, so this test never selects itself) under `exact` and under `quantization`, and
 # require from the JUnit file that every gate test ran and passed: none skipped, none failed,
 # and as many as the contract asks for (render + one per required metric + one per critical
-# case of this corpus), each of which wrote its gate report.
+# case of this corpus), each of which wrote its gate report; then that they all fail once a
+# golden file is changed.
 # Inputs (-D): PROGRAM, GATE_SETS, SET, CONTRACT, CORPUS_NAME, BUILD_DIR, CTEST, WORK_DIR.
 foreach(input PROGRAM GATE_SETS SET CONTRACT CORPUS_NAME BUILD_DIR CTEST WORK_DIR)
   if(NOT DEFINED ${input})
@@ -64,3 +65,20 @@ foreach(classification exact quantization)
     endif()
   endforeach()
 endforeach()
+
+# The same gates must fail once a golden file is changed: every gate verifies the baseline's
+# manifest first, so all of them fail and none skips.
+file(GLOB golden_images "${WORK_DIR}/baseline/quality/${SET}/golden/*.png")
+list(GET golden_images 0 tampered)
+file(APPEND "${tampered}" "x")
+set(junit "${WORK_DIR}/junit-tampered.xml")
+execute_process(
+  COMMAND "${CMAKE_COMMAND}" -E env "DIT_BASELINE_DIR=${WORK_DIR}/baseline" "DIT_RUN_DIR=${WORK_DIR}/run-tampered"
+          "${CTEST}" --test-dir "${BUILD_DIR}" -L "^quality$" -R "^quality[.]${SET}[.]" --output-junit "${junit}"
+  OUTPUT_QUIET RESULT_VARIABLE status)
+file(READ "${junit}" junit_text)
+string(REGEX MATCH "<testsuite[^>]*[ \t\r\n]failures=\"([0-9]+)\"" ignored "${junit_text}")
+message(STATUS "tampered golden: ${CMAKE_MATCH_1} of ${expected_reports} gates failed (ctest exit ${status})")
+if(status EQUAL 0 OR NOT CMAKE_MATCH_1 EQUAL expected_reports)
+  message(FATAL_ERROR "a changed golden file did not fail every gate")
+endif()
