@@ -76,11 +76,18 @@ double entry_value(const BenchmarkEntry& entry, const std::string& metric, const
   return found->second;
 }
 
-std::optional<std::string> entry_hash(const BenchmarkEntry& entry) {
+std::optional<std::string> label_token(const BenchmarkEntry& entry, const std::string& key) {
   std::istringstream tokens(entry.label);
   for (std::string token; tokens >> token;) {
-    if (token.rfind("hash=", 0) == 0) return token.substr(5);
+    if (token.size() > key.size() && token.compare(0, key.size(), key) == 0 && token[key.size()] == '=') {
+      return token.substr(key.size() + 1);
+    }
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> entry_hash(const BenchmarkEntry& entry) {
+  if (auto hash = label_token(entry, "hash")) return hash;
   auto found = entry.counters.find("hash");
   if (found != entry.counters.end()) {
     std::ostringstream text;

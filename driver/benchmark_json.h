@@ -36,6 +36,8 @@ double entry_value(const BenchmarkEntry& entry, const std::string& metric, const
 
 // The output hash a benchmark reports, from a "hash=<hex>" label token or a "hash" counter.
 std::optional<std::string> entry_hash(const BenchmarkEntry& entry);
+// The value of a "key=value" token of the label ("case=gpu-256-a"), if present.
+std::optional<std::string> label_token(const BenchmarkEntry& entry, const std::string& key);
 
 double time_unit_factor(const std::string& from, const std::string& to);  // multiply by it
 

@@ -117,7 +117,8 @@ Direction parse_direction(const std::string& text, const std::string& where) {
 
 Objective parse_objective(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
-                      {"benchmark", "arguments", "name", "metric", "unit", "direction", "expected_hash_file"});
+                      {"benchmark", "arguments", "name", "metric", "unit", "direction", "expected_hash_file",
+                       "expected_hash_field"});
   Objective objective;
   objective.benchmark = checked_repository_path(read_string(object, "benchmark", where), where + ".benchmark");
   objective.arguments = read_strings(object, "arguments", where, false);
@@ -128,6 +129,7 @@ Objective parse_objective(const json& object, const std::string& where) {
   if (!units.count(objective.unit)) fail(where + ".unit", "'" + objective.unit + "' is not one of ns, us, ms, s");
   objective.direction = parse_direction(read_string(object, "direction", where, "lower"), where + ".direction");
   objective.expected_hash_file = read_string(object, "expected_hash_file", where, objective.expected_hash_file);
+  objective.expected_hash_field = read_string(object, "expected_hash_field", where, objective.expected_hash_field);
   return objective;
 }
 
@@ -281,7 +283,8 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"metric", lane.objective.metric},
         {"unit", lane.objective.unit},
         {"direction", to_string(lane.objective.direction)},
-        {"expected_hash_file", lane.objective.expected_hash_file}}},
+        {"expected_hash_file", lane.objective.expected_hash_file},
+        {"expected_hash_field", lane.objective.expected_hash_field}}},
       {"min_improvement_percent", effective_min_improvement_percent},
       {"repetitions", lane.repetitions},
       {"guardrails",

@@ -28,6 +28,9 @@ struct Objective {
   // The run directory file holding the quality render's output hash, compared with the hash
   // the benchmark reports (label "hash=<hex>" or a "hash" counter) when both exist.
   std::string expected_hash_file = "quality/output_hash.txt";
+  // When that file is a JSON render manifest, the expected hash is
+  // cases[<the label's "case=" token>][expected_hash_field].
+  std::string expected_hash_field = "latent_sha256";
 };
 
 // Regression limits, in percent, for the secondary measures. "step" is against the current

@@ -33,13 +33,6 @@ std::string environment_or(const char* name, const std::string& fallback) {
   return value && *value ? value : fallback;
 }
 
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  std::size_t start = 0;
-  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
-  return text.substr(start);
-}
-
 // Runs one side once, returning the benchmark entries it wrote.
 std::vector<BenchmarkEntry> measure_once(const fs::path& binary, const Lane& lane, const fs::path& output,
                                          const fs::path& log) {
@@ -98,12 +91,12 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
     if (fs::exists(baseline_dir / "performance.json")) {
       baseline = Summary::from_json(read_json_file(baseline_dir / "performance.json"));
     }
-    std::optional<std::string> expected_hash;
     fs::path hash_file = run_dir / lane.objective.expected_hash_file;
-    if (!lane.objective.expected_hash_file.empty() && fs::exists(hash_file)) {
-      expected_hash = trimmed(read_text_file(hash_file));
-    }
+    std::optional<std::string> expected_hash = expected_output_hash(lane, hash_file, candidate);
     report = evaluate_performance(lane, min_improvement, candidate, best, baseline, expected_hash);
+    if (!expected_hash && !candidate.hashes.empty()) {
+      report.details["output_hash_not_compared"] = "no expected hash at " + hash_file.string();
+    }
   }
   report.details["classification"] = classification;
   report.details["candidate_build_dir"] = build_dir.string();

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "driver/files.h"
 #include "driver/statistics.h"
 #include "model/error.h"
 
@@ -43,6 +44,13 @@ void check_guardrail(GateReport& report, nlohmann::json& record, const std::stri
   }
 }
 
+std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  std::size_t start = 0;
+  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
+  return text.substr(start);
+}
+
 std::optional<std::string> consistent_hash(const Measurement& measurement, GateReport& report, const std::string& side) {
   if (measurement.hashes.empty()) return std::nullopt;
   std::set<std::string> distinct(measurement.hashes.begin(), measurement.hashes.end());
@@ -69,6 +77,7 @@ void add_run(Measurement& measurement, const std::vector<BenchmarkEntry>& entrie
       measurement.peak_memory.push_back(entry_value(entry, lane.guardrails.peak_memory_counter, ""));
     }
     if (auto hash = entry_hash(entry)) measurement.hashes.push_back(*hash);
+    if (auto reported_case = label_token(entry, "case")) measurement.cases.push_back(*reported_case);
   }
 }
 
@@ -187,6 +196,27 @@ GateReport evaluate_performance(const Lane& lane, double min_improvement_percent
   }
   report.passed = report.reasons.empty();
   return report;
+}
+
+// The quality render's hash of the benchmarked case: a text file holding the hash, or a JSON
+// render manifest looked up by the case the benchmark names in its label.
+std::optional<std::string> expected_output_hash(const Lane& lane, const std::filesystem::path& file,
+                                                const Measurement& candidate) {
+  if (lane.objective.expected_hash_file.empty() || !std::filesystem::exists(file)) return std::nullopt;
+  if (file.extension() != ".json") return trimmed(read_text_file(file));
+  if (candidate.cases.empty()) return std::nullopt;
+  nlohmann::json manifest = read_json_file(file);
+  const std::string& reported_case = candidate.cases.front();
+  if (!manifest.contains("cases") || !manifest["cases"].contains(reported_case)) {
+    throw Error(ErrorKind::invalid_file,
+                     file.string() + " has no case '" + reported_case + "' (the case the benchmark rendered)");
+  }
+  const nlohmann::json& entry = manifest["cases"][reported_case];
+  if (!entry.contains(lane.objective.expected_hash_field) || !entry[lane.objective.expected_hash_field].is_string()) {
+    throw Error(ErrorKind::invalid_file, file.string() + ": case '" + reported_case + "' has no string field '" +
+                                                       lane.objective.expected_hash_field + "'");
+  }
+  return entry[lane.objective.expected_hash_field].get<std::string>();
 }
 
 GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Measurement& second) {

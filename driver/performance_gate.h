@@ -3,6 +3,7 @@
 // p < 0.05 and the median improves by at least the lane's minimum, within the guardrails.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct Measurement {
   std::vector<double> p95_counter;   // per sample, when the lane names a p95 counter
   std::vector<double> peak_memory;   // per sample, when the lane names a memory counter
   std::vector<std::string> hashes;   // per sample, when the benchmark reports one
+  std::vector<std::string> cases;    // the label's "case=" token, when present
 };
 
 // Adds the matching entries of one benchmark run. Throws dit::Error when an entry reported an
@@ -56,6 +58,12 @@ GateReport evaluate_performance(const Lane& lane, double min_improvement_percent
 // noise (the larger of the median difference and each side's half interquartile range, in
 // percent of the median); fails only when the measurements are unusable.
 GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Measurement& second);
+
+// The quality render's hash of the benchmarked case, from the run directory: a text file
+// holding the hash, or a JSON render manifest (cases[<label's case=>][expected_hash_field]).
+// Nothing when the file is absent or the benchmark names no case for a manifest.
+std::optional<std::string> expected_output_hash(const Lane& lane, const std::filesystem::path& file,
+                                                const Measurement& candidate);
 
 // Signed improvement in percent: positive when `candidate` is better than `reference`.
 double improvement_percent(Direction direction, double candidate, double reference);

@@ -82,7 +82,10 @@ std::vector<std::map<std::string, std::string>> StateDirectory::read_results() c
 void StateDirectory::append_result(const std::map<std::string, std::string>& row) const {
   auto join = [](const std::vector<std::string>& fields) {
     std::string line;
-    for (std::size_t i = 0; i < fields.size(); ++i) line += (i ? "\t" : "") + tsv_field(fields[i]);
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+      if (i > 0) line += '\t';
+      line += tsv_field(fields[i]);
+    }
     return line;
   };
   if (!fs::exists(results_file()) || fs::file_size(results_file()) == 0) {

@@ -341,3 +341,20 @@ TEST(Process, ReportsExitCodesAndMissingPrograms) {
   result = run_process(options);
   EXPECT_FALSE(result.started);
 }
+
+TEST(PerformanceGate, ExpectedHashFromTextOrManifest) {
+  Lane lane = test_lane();
+  Measurement candidate = samples({1});
+  candidate.cases = {"gpu-256-a"};
+  fs::path text = scratch("hash.txt");
+  std::ofstream(text) << "  abc123\n";
+  lane.objective.expected_hash_file = "hash.txt";
+  EXPECT_EQ(expected_output_hash(lane, text, candidate), std::optional<std::string>("abc123"));
+  fs::path manifest = scratch("render.json");
+  std::ofstream(manifest) << R"({"cases": {"gpu-256-a": {"latent_sha256": "feed"}}})";
+  lane.objective.expected_hash_file = "render.json";
+  EXPECT_EQ(expected_output_hash(lane, manifest, candidate), std::optional<std::string>("feed"));
+  candidate.cases = {"other"};
+  EXPECT_THROW(expected_output_hash(lane, manifest, candidate), dit::Error);
+  EXPECT_EQ(expected_output_hash(lane, scratch("absent.json"), candidate), std::nullopt);
+}
