@@ -2,16 +2,23 @@
 # Builds and tests an a5500 build on a GPU host that has no package registry, from a checkout
 # where ../shared/gpu-host/stage-deps.sh has filled .deps/. Logs, JUnit and benchmark JSON go
 # to $OUT (default: ./gpu-host-out). Stages, in order, any of:
-#   build   configure + build the a5500 preset
-#   test    ctest --preset a5500 (DIT_REQUIRE_GPU=1), JUnit in $OUT/ctest-a5500.xml
-#   perf    ctest --preset a5500-perf, benchmark JSON under $OUT/bench
-# Usage: tools/gpu-host/run.sh build test [perf]
+#   build     configure + build the a5500 preset
+#   baseline  record the quality baseline of every gate set (dit-quality baseline) into
+#             build/a5500/quality-baseline, so that no gate skips
+#   test      ctest --preset a5500 (DIT_REQUIRE_GPU=1) against that baseline, JUnit in
+#             $OUT/ctest-a5500.xml
+#   perf      ctest --preset a5500-perf, benchmark JSON under $OUT/bench
+#   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
+#   profile   bench/dit_profile: per-phase times of one DiT-XL/2 case
+# Usage: tools/gpu-host/run.sh build baseline test [perf] [sbs] [profile]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-$PWD/gpu-host-out}"
 mkdir -p "$OUT"
 . .deps/env.sh
 export CCACHE_DISABLE=1
+build=build/a5500
+export DIT_BASELINE_DIR="$PWD/$build/quality-baseline"
 status=0
 for stage in "$@"; do
   start=$(date +%s)
@@ -20,6 +27,10 @@ for stage in "$@"; do
       { cmake --preset a5500 && cmake --build --preset a5500 -j "$(nproc)"; } >"$OUT/build.log" 2>&1 \
         || { tail -60 "$OUT/build.log"; exit 1; }
       ;;
+    baseline)
+      "$build/quality/dit-quality" baseline --gate-sets "$build/quality/gate-sets.json" \
+        --baseline-dir "$DIT_BASELINE_DIR" >"$OUT/baseline.log" 2>&1 || { tail -30 "$OUT/baseline.log"; status=1; }
+      ;;
     test)
       ctest --preset a5500 -j 4 --output-junit "$OUT/ctest-a5500.xml" >"$OUT/ctest-a5500.log" 2>&1 || status=1
       grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Timeout|Not Run" "$OUT/ctest-a5500.log" | tail -40
@@ -27,6 +38,14 @@ for stage in "$@"; do
     perf)
       DIT_RUN_DIR="$OUT" ctest --preset a5500-perf --output-junit "$OUT/ctest-perf.xml" >"$OUT/ctest-perf.log" 2>&1 || status=1
       tail -15 "$OUT/ctest-perf.log"
+      ;;
+    sbs)
+      bash bench/side_by_side.sh "$build" "$OUT/side-by-side" >"$OUT/side-by-side.log" 2>&1 || status=1
+      tail -25 "$OUT/side-by-side.log"
+      ;;
+    profile)
+      "$build/bench/dit_profile" >"$OUT/profile.txt" 2>&1 || status=1
+      tail -30 "$OUT/profile.txt"
       ;;
     *) echo "unknown stage: $stage"; exit 2 ;;
   esac
