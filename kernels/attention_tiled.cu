@@ -1,7 +1,8 @@
 // Tile shape: 32 query rows per block (8 row groups of 4 rows x 16 lanes = 128 threads) against
 // 32-key tiles (16 above head size 96), because at DiT-XL/2 256 (T = 256, 16 heads, batch 2) that
 // makes 256 blocks, enough to fill the A5500's 80 SMs and the H200's 132, while Q^T, K^T, V and
-// P^T stay within 48 KB at every head size up to 128 (35 KB at 72), so no opt-in is needed.
+// P^T stay within 48 KB at every head size up to 128 (no opt-in) and take 32 KB at head size 72,
+// so three blocks fit in an sm_86 SM's 100 KB.
 //
 // FlashAttention-style blocking on CUDA cores in float32: the block keeps its queries (scaled by
 // log2(e) / sqrt(hd)) transposed in shared memory, walks the keys a tile at a time (K transposed,
@@ -24,7 +25,6 @@ constexpr int kTiledRowsPerThread = 4;         // one float4 of transposed Q or 
 constexpr int kTiledLanes = 16;                // threads sharing a row group (a half-warp)
 constexpr int kTiledThreads = kTiledRows / kTiledRowsPerThread * kTiledLanes;
 constexpr int kTiledMaxHeadDim = 128;
-constexpr int kTiledPStride = kTiledRows + 4;  // P^T row stride: float4-aligned, rows off one bank
 
 // kColumnGroups = ceil(hd / 16): each lane owns output columns lane + 16 c, c < kColumnGroups.
 template <int kColumnGroups>
@@ -32,15 +32,12 @@ struct TiledShape {
   static constexpr int padded = kColumnGroups * kTiledLanes;  // V row stride, zero columns past hd
   static constexpr int keys = kColumnGroups <= 6 ? 32 : 16;   // keys per tile
   static constexpr int keys_per_thread = keys / kTiledLanes;
-  static constexpr int q_elements = padded * kTiledRows;      // Q^T [hd][rows]
-  static constexpr int k_elements = padded * keys;            // K^T [hd][keys]
-  static constexpr int v_elements = keys * padded;            // V [keys][padded]
-  static constexpr int p_elements = keys * kTiledPStride;     // P^T [keys][rows + 4]
-  static constexpr size_t shared_bytes =
-      static_cast<size_t>(q_elements + k_elements + v_elements + p_elements) * sizeof(float);
-  static_assert(shared_bytes <= 48 * 1024, "within the default dynamic shared memory limit");
-  static_assert(q_elements % 4 == 0 && k_elements % 4 == 0 && v_elements % 4 == 0,
-                "every buffer starts 16-byte aligned");
+  // Q^T [hd][rows], K^T [hd][keys], V [keys][padded], P^T [keys][rows]: every size a multiple of
+  // four floats, so every buffer starts 16-byte aligned.
+  static constexpr size_t shared_bytes(int hd) {
+    return static_cast<size_t>(hd * kTiledRows + hd * keys + keys * padded + keys * kTiledRows) * sizeof(float);
+  }
+  static_assert(shared_bytes(padded) <= 48 * 1024, "within the default dynamic shared memory limit");
   static_assert(keys_per_thread == 1 || keys_per_thread == 2, "one float or float2 of K^T per step");
 };
 
@@ -110,7 +107,7 @@ __device__ __forceinline__ float row_group_sum(float v) {
 // ---------------------------------------------------------------------------------------------
 // Kernel
 
-// grid (ceil(N / 32), H, B), 128 threads; dynamic shared memory TiledShape::shared_bytes.
+// grid (ceil(N / 32), H, B), 128 threads; dynamic shared memory TiledShape::shared_bytes(hd).
 // Thread (row_group, lane) owns query rows row_group * 4 + i (i < 4), the keys
 // lane * keys_per_thread + j of each tile, and output columns lane + 16 c.
 template <int kColumnGroups>
@@ -124,9 +121,9 @@ static __global__ void __launch_bounds__(kTiledThreads)
   constexpr int kRows = kTiledRowsPerThread;
   extern __shared__ __align__(16) float shared[];
   float* q_t = shared;                     // [hd][kTiledRows], scaled by scale_log2
-  float* k_t = q_t + Shape::q_elements;    // [hd][kKeys]
-  float* v_tile = k_t + Shape::k_elements; // [kKeys][padded]
-  float* p_t = v_tile + Shape::v_elements; // [kKeys][kTiledPStride]
+  float* k_t = q_t + hd * kTiledRows;      // [hd][kKeys]
+  float* v_tile = k_t + hd * kKeys;        // [kKeys][padded]
+  float* p_t = v_tile + kKeys * Shape::padded;  // [kKeys][kTiledRows]
 
   const int lane = threadIdx.x % kTiledLanes, row_group = threadIdx.x / kTiledLanes;
   const int q_start = blockIdx.x * kTiledRows, head = blockIdx.y, b = blockIdx.z;
@@ -201,14 +198,14 @@ static __global__ void __launch_bounds__(kTiledThreads)
       for (int c = 0; c < kColumnGroups; ++c) o[i][c] *= correction;
     }
     for (int j = 0; j < kKeysPerThread; ++j)
-      *reinterpret_cast<float4*>(p_t + (lane * kKeysPerThread + j) * kTiledPStride + row_group * kRows) =
+      *reinterpret_cast<float4*>(p_t + (lane * kKeysPerThread + j) * kTiledRows + row_group * kRows) =
           make_float4(s[0][j], s[1][j], s[2][j], s[3][j]);
     __syncthreads();
 
     // O += P V for this thread's 4 rows and columns.
 #pragma unroll 4
     for (int key = 0; key < kKeys; ++key) {
-      const float4 p = *reinterpret_cast<const float4*>(p_t + key * kTiledPStride + row_group * kRows);
+      const float4 p = *reinterpret_cast<const float4*>(p_t + key * kTiledRows + row_group * kRows);
       for (int c = 0; c < kColumnGroups; ++c) {
         const float v = v_tile[key * Shape::padded + lane + c * kTiledLanes];
         o[0][c] = fmaf(p.x, v, o[0][c]);
@@ -242,7 +239,7 @@ static void launch_attention_tiled(const float* qkv, float* out, int B, int N, i
   const dim3 grid((N + kTiledRows - 1) / kTiledRows, H, B);
   const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(hd)));
   const bool vector_loads = hd % 4 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
-  attention_tiled_kernel<kColumnGroups><<<grid, kTiledThreads, Shape::shared_bytes, stream>>>(
+  attention_tiled_kernel<kColumnGroups><<<grid, kTiledThreads, Shape::shared_bytes(hd), stream>>>(
       qkv, out, N, H, hd, scale_log2, vector_loads);
   DIT_LAUNCH_CHECK();
 }
