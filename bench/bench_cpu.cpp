@@ -1,6 +1,6 @@
 // Fixed during a session (the performance harness).
 // CPU-backend benchmarks of a small model, so that the bench-smoke label runs everywhere, CI
-// included: one forward pass of DiT-S/8 at 256 (16 tokens) at batch 2, a guided forward pass,
+// included: one forward pass of DiT-S/8 at 256 (16 tokens) at batch 1 and 2, a guided forward pass,
 // and a short DDPM sampling run. Each iteration gets fresh inputs from a new seed; times are
 // wall-clock around the call (the CPU backend runs on OpenMP threads, so CPU time would mislead).
 #include <benchmark/benchmark.h>
@@ -38,16 +38,15 @@ double wall_seconds(F&& work) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The objective of the cpu-smoke lane (config/autoresearch.json): its name must stay exactly
-// BM_CpuForward, so it takes no arguments. Batch 2: one image's guided pair.
+// The cpu-smoke lane's objective is BM_CpuForward/batch:1 (config/autoresearch.json).
 void BM_CpuForward(benchmark::State& state) {
-  constexpr int kBatch = 2;
   dit::DitModel& model = cpu_model();
+  const int batch = static_cast<int>(state.range(0));
   dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
-                                 dit::bench::forward_flops(model.config(), kBatch));
+                                 dit::bench::forward_flops(model.config(), batch));
   static uint64_t seed = 1;  // never repeats within a process
   for (auto _ : state) {
-    const dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), kBatch, seed++);
+    const dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), batch, seed++);
     dit::Tensor out;
     const double seconds = wall_seconds([&] { out = model.forward(inputs.x, inputs.t, inputs.y); });
     benchmark::DoNotOptimize(out.data.data());
@@ -56,7 +55,7 @@ void BM_CpuForward(benchmark::State& state) {
   }
   rates.publish(state);
 }
-BENCHMARK(BM_CpuForward)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CpuForward)->ArgName("batch")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 void BM_CpuForwardWithCfg(benchmark::State& state) {
   dit::DitModel& model = cpu_model();
