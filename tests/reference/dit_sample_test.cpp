@@ -1,6 +1,6 @@
-// dit-sample end to end: a run from a checkpoint writes the same latents as DitModel::sample in
-// process, with the request in the metadata; bad arguments and files exit with code 2 and a
-// message naming the problem.
+// dit-sample end to end, latents only (--vae none; tests/pipeline covers the images): a run from
+// a checkpoint writes the same latents as DitModel::sample in process, with the request in the
+// metadata; bad arguments and files exit with code 2 and a message naming the problem.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
@@ -45,7 +45,7 @@ class DitSample : public testing::Test {
 TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
   const std::string weights = test::data_path("dit_tiny_a.weights.safetensors");
   const ProcessResult run = run_dit_sample("--weights " + weights + " --class 3 --class 7 --seed 40 --steps 6 --cfg-scale 3 "
-                                 "--sampler ddpm --out " + out_dir.string());
+                                 "--sampler ddpm --vae none --out " + out_dir.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("step 6/6"), std::string::npos) << run.output;
 
@@ -68,7 +68,7 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
 
 TEST_F(DitSample, RandomWeightsOfANamedModel) {
   const ProcessResult run = run_dit_sample("--model DiT-S/8 --random-weights --class 1 --seed 2 --seed 3 --class 2 --steps 1 "
-                                 "--sampler ddim --out " + out_dir.string());
+                                 "--sampler ddim --vae none --out " + out_dir.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Tensor latents = SafetensorsFile::open((out_dir / "latents.safetensors").string()).to_float("latents");
   EXPECT_EQ(latents.shape, (std::vector<int64_t>{2, 4, 32, 32}));
@@ -76,7 +76,7 @@ TEST_F(DitSample, RandomWeightsOfANamedModel) {
 
 TEST_F(DitSample, BadInputExitsWithTwoNamingTheProblem) {
   const std::string tiny = "--weights " + test::data_path("dit_tiny_a.weights.safetensors");
-  const std::string out = " --out " + out_dir.string();
+  const std::string out = " --vae none --out " + out_dir.string();
   const std::pair<std::string, std::string> cases[] = {
       {"--model DiT-Q/2 --random-weights --class 1", "DiT-Q/2"},
       {"--model DiT-S/8 --random-weights", "--class"},
