@@ -44,7 +44,7 @@ for stage in "$@"; do
       tail -25 "$OUT/side-by-side.log"
       ;;
     profile)
-      "$build/bench/dit_profile" >"$OUT/profile.txt" 2>&1 || status=1
+      "$build/bench/dit_profile" --out "$OUT/profile.json" >"$OUT/profile.txt" 2>&1 || status=1
       tail -30 "$OUT/profile.txt"
       ;;
     *) echo "unknown stage: $stage"; exit 2 ;;
