@@ -1,7 +1,8 @@
 // Fixed during a session (the performance harness).
-// Cold start: process start to first image. Each iteration spawns dit-sample (DiT-XL/2 at 256,
-// one image, CUDA backend, random weights or --weights, DDPM with guidance, VAE decode, PNG
-// written) and times it from the spawn to the process's exit, wall clock.
+// Cold start: process start to first image. Each iteration spawns dit-sample (DiT-XL/2 at 256 by
+// default, one image, CUDA backend, random weights or --weights, DDPM with guidance, VAE decode,
+// PNG written) and times it from the spawn to the process's exit, wall clock. --model, --steps
+// and --vae make a short run (the smoke test) cheap; the figure is the defaults' one.
 //
 // The driver compiles the PTX of kernels built for another architecture (an sm_86 build on an
 // H200) on first use and keeps the result in its JIT cache, so the state of that cache is part
@@ -17,6 +18,7 @@
 
 #include <fcntl.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,33 +42,47 @@ const Option sample_option("dit-sample", "the dit-sample program to spawn", DIT_
 const Option weights_option("weights", "checkpoint for dit-sample (default: --random-weights)");
 const Option precision_option("precision", "dit-sample --precision", "fp16");
 const Option steps_option("steps", "dit-sample --steps", "250");
+const Option model_option("model", "dit-sample --model", "DiT-XL/2");
+const Option vae_option("vae", "dit-sample --vae (sd, tiny or none)", "sd");
 
 namespace fs = std::filesystem;
 
-fs::path scratch_root() {
-  static const fs::path root = [] {
-    fs::path path = fs::temp_directory_path() / ("dit-bench-cold-start-" + std::to_string(getpid()));
-    fs::create_directories(path);
-    return path;
-  }();
-  return root;
-}
-
-struct Cleanup {
-  ~Cleanup() {
-    std::error_code ignored;
-    fs::remove_all(scratch_root(), ignored);
+// The run's scratch directory (dit-sample's output and log, the JIT caches), created on first
+// use and removed at exit. One object owns both the path and its removal: a separate static
+// whose destructor reads the path would run after the path's own destructor whenever it was
+// constructed first (statics are destroyed in reverse order of construction).
+class ScratchDirectory {
+ public:
+  ScratchDirectory()
+      : path_(fs::temp_directory_path() / ("dit-bench-cold-start-" + std::to_string(getpid()))) {
+    fs::create_directories(path_);
   }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
 };
+
+const fs::path& scratch_root() {
+  static const ScratchDirectory directory;
+  return directory.path();
+}
 
 // Runs dit-sample with CUDA_CACHE_PATH=cache; returns wall seconds. Throws with the log's tail.
 double spawn_sample(const fs::path& cache, uint64_t seed) {
   const fs::path out = scratch_root() / "out";
   const fs::path log = scratch_root() / "dit-sample.log";
-  std::vector<std::string> arguments = {sample_option.value(), "--backend", "cuda", "--precision",
-                                        precision_option.value(), "--image-size", "256", "--class", "207",
-                                        "--seed", std::to_string(seed), "--steps", steps_option.value(),
-                                        "--cfg-scale", "4", "--out", out.string()};
+  std::vector<std::string> arguments = {sample_option.value(), "--backend", "cuda", "--model", model_option.value(),
+                                        "--precision", precision_option.value(), "--image-size", "256",
+                                        "--class", "207", "--seed", std::to_string(seed),
+                                        "--steps", steps_option.value(), "--cfg-scale", "4",
+                                        "--vae", vae_option.value(), "--out", out.string()};
   if (weights_option.given()) {
     arguments.insert(arguments.end(), {"--weights", weights_option.value()});
   } else {
@@ -94,21 +110,27 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(spawned));
   int status = 0;
-  waitpid(child, &status, 0);
+  pid_t waited = 0;
+  do {
+    waited = waitpid(child, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  if (waited < 0) throw std::runtime_error("waitpid for " + arguments[0] + ": " + std::strerror(errno));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::ifstream text(log);
     std::stringstream contents;
     contents << text.rdbuf();
     const std::string all = contents.str();
-    throw std::runtime_error(arguments[0] + " failed (status " + std::to_string(status) + "): " +
+    const std::string how = WIFEXITED(status)     ? "exit code " + std::to_string(WEXITSTATUS(status))
+                            : WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                                  : "wait status " + std::to_string(status);
+    throw std::runtime_error(arguments[0] + " failed (" + how + "): " +
                              all.substr(all.size() > 600 ? all.size() - 600 : 0));
   }
   return seconds;
 }
 
 void BM_ColdStart(benchmark::State& state, bool warm_cache) {
-  static Cleanup cleanup;
   static int cold_runs = 0;
   static bool warm_cache_filled = false;
   static uint64_t seed = 1;
@@ -138,8 +160,9 @@ void BM_ColdStart(benchmark::State& state, bool warm_cache) {
     return;
   }
   state.counters["jit_cache_warm"] = warm_cache ? 1 : 0;
-  state.SetLabel(std::string("dit-sample DiT-XL/2 256 ") + precision_option.value() + " steps=" +
-                 steps_option.value() + (weights_option.given() ? " checkpoint" : " random-weights") +
+  state.SetLabel("dit-sample " + model_option.value() + " 256 " + precision_option.value() +
+                 " steps=" + steps_option.value() + " vae=" + vae_option.value() +
+                 (weights_option.given() ? " checkpoint" : " random-weights") +
                  (warm_cache ? " jit_cache=warm" : " jit_cache=cold"));
 }
 
