@@ -45,7 +45,7 @@ h3 { font-size: 15px; margin: 18px 0 8px; }
 .objective-chart .point.crash { stroke: #d62728; stroke-width: 2.5; fill: none; }
 .objective-chart .point.rejected { stroke: #e07b00; stroke-width: 2.5; fill: none; }
 .objective-chart .point.baseline { fill: #1f4e9d; stroke: #0d2a5c; stroke-width: 1.5; }
-.legend { display: flex; flex-wrap: wrap; gap: 16px; color: #3a4352; margin: 6px 0 0 80px; }
+.legend { display: flex; flex-wrap: wrap; gap: 16px; color: #3a4352; margin: 6px 0 0 110px; }
 .legend span::before { content: ""; display: inline-block; width: 12px; height: 12px; margin-right: 6px; vertical-align: -1px; border-radius: 50%; }
 .legend .keep::before { background: #1f9d55; } .legend .discard::before { background: #b3b9c4; }
 .legend .discard-quality::before { background: #b3b9c4; border-radius: 0; transform: rotate(45deg) scale(0.8); }
@@ -55,7 +55,8 @@ h3 { font-size: 15px; margin: 18px 0 8px; }
 .legend .running-best::before { background: #1f9d55; height: 3px; border-radius: 0; width: 22px; vertical-align: 3px; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12.5px; }
-th, td { border-bottom: 1px solid #e6e9ef; padding: 4px 8px; text-align: left; vertical-align: top; }
+th, td { border-bottom: 1px solid #e6e9ef; padding: 4px 8px; text-align: left; vertical-align: top; white-space: nowrap; }
+td.text { white-space: normal; min-width: 260px; }
 th { background: #f4f6f9; position: sticky; top: 0; white-space: nowrap; }
 td.number { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.commit { font-family: ui-monospace, Menlo, Consolas, monospace; }
@@ -191,7 +192,8 @@ void results_section(std::ostream& html, const ReportInput& input) {
         } else if (looks_numeric(value)) {
           html << "<td class=\"number\">" << html_escape(value) << "</td>";
         } else {
-          html << "<td>" << html_escape(value) << "</td>";
+          html << "<td" << (name == "description" || name == "quality" ? " class=\"text\"" : "") << ">" << html_escape(value)
+               << "</td>";
         }
       }
       html << "</tr>\n";

@@ -14,7 +14,7 @@ namespace dit::ar {
 namespace {
 
 constexpr double kWidth = 1000, kHeight = 380;
-constexpr double kLeft = 80, kRight = 20, kTop = 20, kBottom = 80;  // plot margins
+constexpr double kLeft = 110, kRight = 20, kTop = 20, kBottom = 80;  // plot margins
 constexpr double kStripOffset = 30;  // the "not measured" strip, below the x axis
 constexpr int kYTicks = 5;
 
