@@ -149,6 +149,30 @@ void set_before_benchmarks(BeforeBenchmarks hook) { before_benchmarks_hook() = s
 // ---------------------------------------------------------------------------------------------
 // Main
 
+// Counts the benchmarks that ended in an error (State::SkipWithError), so that the process
+// exit code says so and a smoke test can fail. Benchmark 1.7 marks such a run error_occurred;
+// 1.8 marks it skipped == SkippedWithError.
+class ErrorCountingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) errors_ += failed(run) ? 1 : 0;
+    ConsoleReporter::ReportRuns(runs);
+  }
+  int errors() const { return errors_; }
+
+ private:
+  template <typename BenchmarkRun>
+  static bool failed(const BenchmarkRun& run) {
+    if constexpr (requires { run.error_occurred; }) {
+      return run.error_occurred;
+    } else {
+      using Skipped = decltype(run.skipped);  // dependent, so 1.7's headers never see the name
+      return run.skipped == Skipped::SkippedWithError;
+    }
+  }
+  int errors_ = 0;
+};
+
 int run_main(int argc, char** argv, const DeviceProbe& probe) {
   std::vector<std::string> arguments(argv, argv + argc);
   if (has_flag(arguments, "--help")) {
@@ -214,16 +238,21 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
   }
   for (const auto& [key, value] : context) benchmark::AddCustomContext(key, value);
 
+  ErrorCountingReporter display;
   try {
     if (before_benchmarks_hook() && !listing) {
       if (const std::optional<int> exit_code = before_benchmarks_hook()()) return *exit_code;
     }
-    benchmark::RunSpecifiedBenchmarks();
+    benchmark::RunSpecifiedBenchmarks(&display);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
     return 1;
   }
   benchmark::Shutdown();
+  if (display.errors() > 0) {
+    std::fprintf(stderr, "%s: %d benchmark(s) ended in an error\n", argv[0], display.errors());
+    return 1;
+  }
   return 0;
 }
 
