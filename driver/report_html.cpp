@@ -14,6 +14,8 @@ namespace dit::ar {
 namespace {
 
 const std::vector<std::string> kStatusOrder{"KEEP", "DISCARD-PERFORMANCE", "DISCARD-QUALITY", "CRASH", "REJECTED"};
+const std::vector<std::string> kLeadingColumns{"commit", "status", "classification", "candidate", "best_before",
+                                               "improvement_percent", "p_value", "description"};
 // Columns holding a full commit id, shown shortened with the full id as a tooltip.
 const std::vector<std::string> kCommitColumns{"commit", "parent"};
 
@@ -174,14 +176,23 @@ void results_section(std::ostream& html, const ReportInput& input) {
   if (input.results.rows.empty()) {
     html << "<p class=\"empty\">No experiments yet: results.tsv has no rows.</p>\n";
   } else {
+    // What a reader scans first leads; every other column follows in the file's order.
+    std::vector<std::size_t> order;
+    for (const auto& name : kLeadingColumns) {
+      auto found = std::find(input.results.header.begin(), input.results.header.end(), name);
+      if (found != input.results.header.end()) order.push_back(static_cast<std::size_t>(found - input.results.header.begin()));
+    }
+    for (std::size_t column = 0; column < input.results.header.size(); ++column) {
+      if (std::find(order.begin(), order.end(), column) == order.end()) order.push_back(column);
+    }
     html << "<div class=\"table-wrap\"><table class=\"results\">\n<thead><tr><th>#</th>";
-    for (const auto& column : input.results.header) html << "<th>" << html_escape(column) << "</th>";
+    for (std::size_t column : order) html << "<th>" << html_escape(input.results.header[column]) << "</th>";
     html << "</tr></thead>\n<tbody>\n";
     for (std::size_t index = 0; index < input.results.rows.size(); ++index) {
       const auto& row = input.results.rows[index];
       html << "<tr class=\"result-row " << lower_case(row.status) << "\" data-line=\"" << row.line << "\"><td class=\"number\">"
            << index << "</td>";
-      for (std::size_t column = 0; column < row.fields.size(); ++column) {
+      for (std::size_t column : order) {
         const std::string& name = input.results.header[column];
         const std::string& value = row.fields[column];
         bool is_commit = std::find(kCommitColumns.begin(), kCommitColumns.end(), name) != kCommitColumns.end();

@@ -5,6 +5,7 @@
 //   report_browser_test --dit-ar PATH --driver-fixture DIR              a fixture state directory
 //   report_browser_test --dit-ar PATH --driver-fixture DIR --e2e-repo DIR
 //                                         the repository the driver's end-to-end test kept
+// --keep-work keeps the temporary folder (the page, its DOM and screenshot) even on success.
 // Exit 0 pass, 1 fail, 77 skipped (no Chromium outside CI, or no kept end-to-end state).
 #include <png.h>
 
@@ -197,20 +198,26 @@ void check_fixture_content(const fs::path& work) {
   check(count(dom, "max 40 levels") == 1, "the changed case's heatmap reports 40 levels");
 }
 
+int usage() {
+  std::cerr << "usage: report_browser_test --dit-ar PATH --driver-fixture DIR [--e2e-repo DIR] [--keep-work]\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   fs::path dit_ar, driver_fixture, e2e_repo;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool keep_work = false;
+  for (int i = 1; i < argc; ++i) {
     std::string option = argv[i];
-    if (option == "--dit-ar") dit_ar = argv[i + 1];
-    else if (option == "--driver-fixture") driver_fixture = argv[i + 1];
-    else if (option == "--e2e-repo") e2e_repo = argv[i + 1];
+    bool has_value = i + 1 < argc;
+    if (option == "--keep-work") keep_work = true;
+    else if (option == "--dit-ar" && has_value) dit_ar = argv[++i];
+    else if (option == "--driver-fixture" && has_value) driver_fixture = argv[++i];
+    else if (option == "--e2e-repo" && has_value) e2e_repo = argv[++i];
+    else return usage();
   }
-  if (dit_ar.empty() || driver_fixture.empty()) {
-    std::cerr << "usage: report_browser_test --dit-ar PATH --driver-fixture DIR [--e2e-repo DIR]\n";
-    return 2;
-  }
+  if (dit_ar.empty() || driver_fixture.empty()) return usage();
   auto chromium = find_chromium();
   if (!chromium) {
     const char* ci = std::getenv("CI");
@@ -246,7 +253,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& error) {
     check(false, std::string("no exception: ") + error.what());
   }
-  if (failures == 0) {
+  if (failures == 0 && !keep_work) {
     fs::remove_all(work);
   } else {
     std::cout << "kept " << work << " for inspection\n";
