@@ -155,7 +155,7 @@ Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
   reject_unknown_keys(object, where,
                       {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
-                       "objective", "min_improvement_percent", "repetitions", "guardrails"});
+                       "objective", "min_improvement_percent", "repetitions", "guardrails", "mode"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");

@@ -104,7 +104,8 @@ Config parse_config(const nlohmann::json& document, const std::filesystem::path&
                     const std::filesystem::path& source_dir);
 
 // The lane as the JSON the performance gate reads from the run directory (lane.json), with
-// the effective minimum improvement (possibly raised by the A/A noise measurement).
+// the effective minimum improvement (possibly raised by the A/A noise measurement). The driver
+// adds "mode": "compare" (candidate against the best) or "noise" (the baseline's A/A run).
 nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_percent);
 Lane lane_from_json(const nlohmann::json& document, const std::string& where);
 

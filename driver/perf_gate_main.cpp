@@ -5,8 +5,9 @@
 // Inputs (DESIGN.md section 9): DIT_RUN_DIR (lane.json is read from it, the report written to
 // gates/performance.json, raw JSON to bench/), DIT_BEST_BUILD_DIR, DIT_BASELINE_DIR
 // (performance.json: the baseline's summary, for the total guardrails), DIT_CLASSIFICATION
-// ("baseline" makes it an A/A noise measurement). Without a run directory or a best build it
-// skips with exit code 77: only dit-ar can provide them.
+// (recorded in the report). lane.json's "mode" is "noise" during `dit-ar baseline`: the build
+// is then measured against itself (A/A) and the noise reported. Without a run directory or a
+// best build it skips with exit code 77: only dit-ar can provide them.
 // Exit codes: 0 passed, 1 failed (report written), 2 could not measure (no report), 77 skipped.
 #include <filesystem>
 #include <iostream>
@@ -52,8 +53,10 @@ std::vector<BenchmarkEntry> measure_once(const fs::path& binary, const Lane& lan
 
 int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path& best_build_dir,
              const fs::path& baseline_dir, const std::string& classification) {
-  Lane lane = lane_from_json(read_json_file(run_dir / "lane.json"), (run_dir / "lane.json").string());
-  double min_improvement = read_json_file(run_dir / "lane.json").value("min_improvement_percent", 0.0);
+  nlohmann::json lane_document = read_json_file(run_dir / "lane.json");
+  Lane lane = lane_from_json(lane_document, (run_dir / "lane.json").string());
+  double min_improvement = lane_document.value("min_improvement_percent", 0.0);
+  bool noise_measurement = lane_document.value("mode", "compare") == "noise";
   fs::path candidate_binary = build_dir / lane.objective.benchmark;
   fs::path best_binary = best_build_dir / lane.objective.benchmark;
   for (const auto& binary : {candidate_binary, best_binary}) {
@@ -84,7 +87,7 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
   }
 
   GateReport report;
-  if (classification == "baseline") {
+  if (noise_measurement) {
     report = evaluate_noise(lane, candidate, best);
   } else {
     std::optional<Summary> baseline;
@@ -103,7 +106,7 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
   report.details["best_build_dir"] = best_build_dir.string();
   write_json_atomic(run_dir / "gates" / "performance.json", report.to_json());
 
-  std::cout << "performance gate (" << (classification == "baseline" ? "A/A noise" : classification) << "): "
+  std::cout << "performance gate (" << (noise_measurement ? "A/A noise" : classification) << "): "
             << (report.passed ? "passed" : "failed") << "\n";
   for (const auto& reason : report.reasons) std::cout << "  - " << reason << "\n";
   std::cout << report.details.dump(2) << "\n";
@@ -127,8 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("--best-build-dir", best_build_dir, "The best commit's build directory (default: $DIT_BEST_BUILD_DIR)");
   app.add_option("--baseline-dir", baseline_dir, "Baseline directory with performance.json (default: $DIT_BASELINE_DIR)");
   app.add_option("--classification", classification,
-                 "exact, numerical, approximate, quantization, or baseline for the A/A noise measurement "
-                 "(default: $DIT_CLASSIFICATION)");
+                 "exact, numerical, approximate or quantization, recorded in the report (default: $DIT_CLASSIFICATION)");
   CLI11_PARSE(app, argc, argv);
 
   if (run_dir.empty() || best_build_dir.empty()) {

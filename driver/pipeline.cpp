@@ -76,7 +76,9 @@ RunFacts run_commit(const RunRequest& request) {
   RunFacts facts;
   facts.source_dir = request.source_dir.string();
   facts.build_dir = (request.source_dir / lane.build_dir).string();
-  write_json_atomic(request.run_dir / "lane.json", lane_to_json(lane, request.min_improvement_percent));
+  nlohmann::json lane_document = lane_to_json(lane, request.min_improvement_percent);
+  lane_document["mode"] = request.noise_measurement ? "noise" : "compare";
+  write_json_atomic(request.run_dir / "lane.json", lane_document);
 
   if (!request.already_built) {
     if (auto failure = configure_and_build(request, "")) {

@@ -22,7 +22,8 @@ struct RunRequest {
   std::filesystem::path run_dir;
   std::filesystem::path best_build_dir;
   std::filesystem::path baseline_dir;
-  std::string classification;           // exact, numerical, approximate, quantization or baseline
+  std::string classification;           // exact, numerical, approximate or quantization
+  bool noise_measurement = false;       // the baseline's run: the performance gate measures A/A noise
   double min_improvement_percent = 0.0; // the effective one, written to lane.json
   std::ostream* progress = nullptr;     // one line per stage
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json
