@@ -10,6 +10,9 @@
 #   perf      ctest --preset a5500-perf, benchmark JSON under $OUT/bench
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
 #   profile   bench/dit_profile: per-phase times of one DiT-XL/2 case
+#   figures   the headline figures, fp16: one forward pass (DiT-XL/2 256 batch 2/8/64, 512
+#             batch 2), VAE decode at 256 and 512, one whole image at 256 (DDPM 250, guidance,
+#             decode); JSON under $OUT/figures
 # Usage: tools/gpu-host/run.sh build baseline test [perf] [sbs] [profile]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,6 +45,16 @@ for stage in "$@"; do
     sbs)
       bash bench/side_by_side.sh "$build" "$OUT/side-by-side" >"$OUT/side-by-side.log" 2>&1 || status=1
       tail -25 "$OUT/side-by-side.log"
+      ;;
+    figures)
+      mkdir -p "$OUT/figures"
+      "$build/bench/bench_forward" --precision=fp16 --benchmark_repetitions=5 \
+        --benchmark_out="$OUT/figures/bench_forward.json" >"$OUT/figures/bench_forward.txt" 2>&1 || status=1
+      "$build/bench/bench_vae" --benchmark_repetitions=5 \
+        --benchmark_out="$OUT/figures/bench_vae.json" >"$OUT/figures/bench_vae.txt" 2>&1 || status=1
+      "$build/bench/bench_e2e" --precision=fp16 --benchmark_filter='^BM_E2E_Image/256' \
+        --benchmark_out="$OUT/figures/bench_e2e_fp16.json" >"$OUT/figures/bench_e2e_fp16.txt" 2>&1 || status=1
+      grep -hE "_median|_p95" "$OUT"/figures/*.txt | cut -c1-110
       ;;
     profile)
       "$build/bench/dit_profile" --out "$OUT/profile.json" >"$OUT/profile.txt" 2>&1 || status=1
