@@ -10,6 +10,7 @@
 #include "driver/environment_capture.h"
 #include "driver/files.h"
 #include "driver/lock_file.h"
+#include "driver/performance_gate.h"
 #include "driver/process.h"
 #include "driver/recording.h"
 #include "driver/session.h"
@@ -21,8 +22,6 @@ namespace dit::ar {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr double kNoiseMultiple = 2.0;  // a lane minimum below twice the A/A noise is raised to it
 
 std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
                                                    const RunRequest& request) {
@@ -132,8 +131,8 @@ int run_baseline(const CommonOptions& options) {
     nlohmann::json report = *performance_report(facts.gate_reports);
     const nlohmann::json& details = report["details"];
     double noise = details.value("noise_percent", 0.0);
-    if (lane.min_improvement_percent < kNoiseMultiple * noise) {
-      effective_minimum = kNoiseMultiple * noise;
+    effective_minimum = effective_min_improvement_percent(lane.min_improvement_percent, noise);
+    if (effective_minimum > lane.min_improvement_percent) {
       warnings.push_back("lane " + lane.name + ": minimum improvement " + format_number(lane.min_improvement_percent, 4) +
                          "% is below twice the measured noise (" + format_number(noise, 4) + "%); raised to " +
                          format_number(effective_minimum, 4) + "%");

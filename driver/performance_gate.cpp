@@ -115,6 +115,10 @@ nlohmann::json GateReport::to_json() const {
   return {{"gate", gate}, {"passed", passed}, {"reasons", reasons}, {"details", details}};
 }
 
+double effective_min_improvement_percent(double configured_percent, double noise_percent) {
+  return std::max(configured_percent, kNoiseMultiple * noise_percent);
+}
+
 double improvement_percent(Direction direction, double candidate, double reference) {
   if (reference == 0.0) return 0.0;
   double change = (reference - candidate) / std::abs(reference) * 100.0;

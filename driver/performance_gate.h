@@ -65,6 +65,11 @@ GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Meas
 std::optional<std::string> expected_output_hash(const Lane& lane, const std::filesystem::path& file,
                                                 const Measurement& candidate);
 
+// The lane minimum after the A/A measurement: never below kNoiseMultiple times the noise, so
+// noise alone cannot produce a KEEP.
+inline constexpr double kNoiseMultiple = 2.0;
+double effective_min_improvement_percent(double configured_percent, double noise_percent);
+
 // Signed improvement in percent: positive when `candidate` is better than `reference`.
 double improvement_percent(Direction direction, double candidate, double reference);
 

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/environment_capture.h"
+#include "driver/files.h"
 #include "driver/process.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
@@ -23,6 +24,7 @@ struct ProfileOptions {
   std::string build_dir;
   std::string output;
   bool ncu = false;
+  int ncu_launch_count = 200;  // kernels ncu profiles: a whole 250-step image launches many thousands
   int timeout_seconds = 1800;
   std::vector<std::string> tool_arguments;
 };
@@ -54,6 +56,7 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
     fs::path ncu = "ncu";
     if (fs::exists("/usr/local/cuda/bin/ncu")) ncu = "/usr/local/cuda/bin/ncu";
     process.argv = {ncu.string(), "--clock-control", "none", "--nvtx", "--target-processes", "all",
+                    "--launch-count", std::to_string(profile.ncu_launch_count),
                     "--export", (output / "ncu-report").string(), "--force-overwrite", tool.string()};
   } else {
     process.argv = {tool.string()};
@@ -65,6 +68,7 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
   if (!result.started && profile.ncu) {
     refuse("ncu (Nsight Compute) could not be started: " + result.error, "install Nsight Compute or run without --ncu");
   }
+  if (!options.json && fs::exists(process.log_path)) std::cout << read_text_file(process.log_path);
   print_result_block(std::cout,
                      {{"status", result.succeeded() ? "OK" : "FAILED"},
                       {"tool", tool.string()},
@@ -87,6 +91,8 @@ void add_profile_command(CLI::App& app, CommonOptions& options) {
   command->add_option("--build-dir", profile->build_dir, "Build directory (default: the session lane's build_dir)");
   command->add_option("--output", profile->output, "Output folder (default: <state>/profiles/<timestamp>)");
   command->add_flag("--ncu", profile->ncu, "Also collect an Nsight Compute report (ncu --clock-control none)");
+  command->add_option("--ncu-launch-count", profile->ncu_launch_count, "How many kernel launches ncu profiles")
+      ->capture_default_str();
   command->add_option("--timeout", profile->timeout_seconds, "Seconds before the profiler's process group is killed")
       ->capture_default_str();
   command->add_option("tool_arguments", profile->tool_arguments, "Arguments for dit_profile (after --)");

@@ -358,3 +358,9 @@ TEST(PerformanceGate, ExpectedHashFromTextOrManifest) {
   EXPECT_THROW(expected_output_hash(lane, manifest, candidate), dit::Error);
   EXPECT_EQ(expected_output_hash(lane, scratch("absent.json"), candidate), std::nullopt);
 }
+
+TEST(PerformanceGate, MinimumIsRaisedToTwiceTheNoise) {
+  EXPECT_DOUBLE_EQ(effective_min_improvement_percent(1.0, 0.3), 1.0);
+  EXPECT_DOUBLE_EQ(effective_min_improvement_percent(1.0, 0.8), 1.6);
+  EXPECT_DOUBLE_EQ(effective_min_improvement_percent(0.0, 0.0), 0.0);
+}
