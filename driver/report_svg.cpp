@@ -115,29 +115,33 @@ std::string render_objective_chart(const ReportInput& input) {
   }
 
   // The running best: the value of the latest KEEP, held until the next one, to the last row.
-  std::string steps;
+  std::ostringstream steps;
+  auto vertex = [&](std::size_t index, double value) { steps << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " "; };
   std::optional<double> running;
   for (std::size_t index = 0; index < count; ++index) {
     const auto& row = rows[index];
     if (row.status == "KEEP" && row.candidate) {
-      if (running) steps += " " + coordinate(x_of(index)) + "," + coordinate(y_of(*running));
+      if (running) vertex(index, *running);
       running = row.candidate;
-      steps += " " + coordinate(x_of(index)) + "," + coordinate(y_of(*running));
+      vertex(index, *running);
     }
   }
-  if (running && count > 1) steps += " " + coordinate(x_of(count - 1)) + "," + coordinate(y_of(*running));
-  if (!steps.empty()) svg << "<polyline class=\"running-best\" points=\"" << steps.substr(1) << "\"/>\n";
+  if (running && count > 1) vertex(count - 1, *running);
+  if (running) svg << "<polyline class=\"running-best\" points=\"" << steps.str() << "\"/>\n";
 
   // Markers last, on top.
   for (std::size_t index = 0; index < count; ++index) {
     const auto& row = rows[index];
     double x = x_of(index);
     double y = row.candidate ? y_of(*row.candidate) : strip_y;
-    std::string classes = "point " + (row.is_baseline() ? std::string("baseline") : css_class(row.status));
-    std::string title = "#" + std::to_string(index) + " " + row.commit.substr(0, 8) + " " + row.status +
-                        (row.candidate ? " " + number(*row.candidate, 6) + " " + input.unit : " (not measured)") + ": " +
-                        row.description;
-    std::string attributes = " data-row=\"" + std::to_string(index) + "\" data-status=\"" + html_escape(row.status) + "\"";
+    std::ostringstream text;
+    text << "#" << index << " " << row.commit.substr(0, 8) << " " << row.status << " "
+         << (row.candidate ? number(*row.candidate, 6) + " " + input.unit : std::string("(not measured)")) << ": " << row.description;
+    const std::string title = text.str();
+    const std::string classes = "point " + (row.is_baseline() ? std::string("baseline") : css_class(row.status));
+    std::ostringstream attribute_text;
+    attribute_text << " data-row=\"" << index << "\" data-status=\"" << html_escape(row.status) << "\"";
+    const std::string attributes = attribute_text.str();
     if (row.status == "CRASH" || row.status == "REJECTED") {
       const double r = 5.5;
       svg << "<path class=\"" << classes << "\"" << attributes << " d=\"M" << coordinate(x - r) << "," << coordinate(y - r) << " L"
