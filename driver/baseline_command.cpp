@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
-                                                   const RunRequest& request) {
+                                                   const RunRequest& request, std::ostream& progress) {
   std::map<std::string, std::string> values{{"source_dir", context.root.string()},
                                             {"build_dir", (context.root / lane.build_dir).string()},
                                             {"run_dir", request.run_dir.string()},
@@ -41,7 +41,7 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
     options.timeout = std::chrono::seconds(context.config.timeouts.record_baseline);
     options.on_start = request.on_child;
     ProcessResult result = run_process(options);
-    std::cout << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << result.seconds << " s  "
+    progress << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << result.seconds << " s  "
               << options.argv.front() << "\n";
     if (!result.succeeded()) {
       return "recording the baseline (" + options.argv.front() + ") " + result.describe() + "; see " + log.string();
@@ -84,7 +84,9 @@ int run_baseline(const CommonOptions& options) {
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   fs::create_directories(context.state.baseline_dir());
-  std::cout << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
+  // With --json, stdout carries only the JSON document; progress goes to stderr.
+  std::ostream& progress = options.json ? std::cerr : std::cout;
+  progress << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
 
   nlohmann::json inflight{{"phase", "running"}, {"kind", "baseline"},         {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
@@ -100,7 +102,7 @@ int run_baseline(const CommonOptions& options) {
   request.classification = "exact";
   request.noise_measurement = true;
   request.min_improvement_percent = lane.min_improvement_percent;
-  request.progress = &std::cout;
+  request.progress = &progress;
   request.on_child = [&](int process_group) {
     inflight["process_group"] = process_group;
     context.state.store_inflight(inflight);
@@ -113,7 +115,7 @@ int run_baseline(const CommonOptions& options) {
     facts.stage_failure = failure;
   } else if (auto build_failure = configure_and_build(request, "baseline-")) {
     facts.stage_failure = build_failure;
-  } else if (auto record_failure = record_baseline_outputs(context, lane, request)) {
+  } else if (auto record_failure = record_baseline_outputs(context, lane, request, progress)) {
     facts.stage_failure = record_failure;
   } else {
     request.already_built = true;
@@ -165,9 +167,9 @@ int run_baseline(const CommonOptions& options) {
   context.state.clear_inflight();
 
   if (!options.json) {
-    std::cout << "\nbaseline: " << (record.status == Status::keep ? "recorded" : "FAILED") << "\n";
-    for (const auto& reason : record.reasons) std::cout << "  - " << reason << "\n";
-    for (const auto& warning : warnings) std::cout << "warning: " << warning << "\n";
+    progress << "\nbaseline: " << (record.status == Status::keep ? "recorded" : "FAILED") << "\n";
+    for (const auto& reason : record.reasons) progress << "  - " << reason << "\n";
+    for (const auto& warning : warnings) progress << "warning: " << warning << "\n";
   }
   Fields fields{{"status", to_string(record.status)},
                 {"commit", head},

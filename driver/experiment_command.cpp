@@ -117,7 +117,9 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
 
-  std::cout << "dit-ar experiment " << short_id(head) << " \"" << repository.summary(head) << "\" ("
+  // With --json, stdout carries only the JSON document; progress goes to stderr.
+  std::ostream& progress = options.json ? std::cerr : std::cout;
+  progress << "dit-ar experiment " << short_id(head) << " \"" << repository.summary(head) << "\" ("
             << experiment.classification << ", lane " << lane.name << ", on " << record.gpu << ")\n";
 
   // Scope and locks are checked on the commit itself: nothing is built for a commit that
@@ -156,7 +158,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   request.baseline_dir = context.state.baseline_dir();
   request.classification = experiment.classification;
   request.min_improvement_percent = effective_min_improvement(session, lane);
-  request.progress = &std::cout;
+  request.progress = &progress;
   request.on_child = [&](int process_group) {
     inflight["process_group"] = process_group;
     context.state.store_inflight(inflight);

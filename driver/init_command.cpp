@@ -43,6 +43,8 @@ int run_init(const CommonOptions& options, const std::string& lane_name) {
 
   fs::create_directories(context.state.root());
   LockFile lock(context.state.lock_file());
+  // With --json, stdout carries only the JSON document; progress goes to stderr.
+  std::ostream& progress = options.json ? std::cerr : std::cout;
   const std::string head = repository.head_commit();
   nlohmann::json locks = compute_locks(config, repository, head);
   nlohmann::json session{{"version", 1},
@@ -58,16 +60,16 @@ int run_init(const CommonOptions& options, const std::string& lane_name) {
 #ifdef DIT_AR_HAS_INDEX
   // Before the session exists, so a failing index leaves no half-made session behind.
   if (fs::is_directory(config.source_dir / config.knowledge_dir)) {
-    rebuild_knowledge_index(config, std::cout);
+    rebuild_knowledge_index(config, progress);
   } else {
-    std::cout << "  no handbook at " << config.knowledge_dir << ": knowledge index not built\n";
+    progress << "  no handbook at " << config.knowledge_dir << ": knowledge index not built\n";
   }
 #endif
   context.state.store_session(session);
-  std::cout << "dit-ar init: session " << session["tag"].get<std::string>() << " on " << *branch << " at "
-            << short_id(head) << ", lane " << lane.name << "\n";
+  progress << "dit-ar init: session " << session["tag"].get<std::string>() << " on " << *branch << " at "
+           << short_id(head) << ", lane " << lane.name << "\n";
   for (const auto& [path, id] : locks.items()) {
-    std::cout << "  locked " << path << " " << (id.is_null() ? "(absent)" : id.get<std::string>().substr(0, 8)) << "\n";
+    progress << "  locked " << path << " " << (id.is_null() ? "(absent)" : id.get<std::string>().substr(0, 8)) << "\n";
   }
   print_result_block(std::cout,
                      {{"status", "INITIALISED"},

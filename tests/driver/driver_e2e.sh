@@ -355,10 +355,26 @@ expect_text "not valid JSON"
 rm "$REPO/quality/broken.json"
 [ "$(rows)" -eq 10 ] || fail "a refused command added a row"
 
+step "--json: stdout is one JSON document"
+set_time 7.0
+commit_change "Split the loop in two"
+SPLIT=$(head_sha)
+(cd "$REPO" && "$DIT_AR" experiment --classification exact --description "split" --json) >"$LOGS/json.out" 2>"$LOGS/json.err"
+RC=$?
+LAST=$LOGS/json.out
+expect_rc 3
+[ "$(head -c 1 "$LAST")" = "{" ] || fail "stdout of --json does not start with a JSON object"
+[ "$(tail -n 1 "$LAST")" = "}" ] || fail "stdout of --json does not end with the JSON object"
+expect_text '"status": "DISCARD-PERFORMANCE"'
+expect_text "\"commit\": \"$SPLIT\""
+grep -qF "dit-ar experiment ${SPLIT:0:8}" "$LOGS/json.err" || fail "progress did not go to stderr under --json"
+expect_discarded "$SPLIT" "$FUSED"
+expect_row 11 DISCARD-PERFORMANCE exact "$SPLIT"
+
 step "summary and status"
 ar summary summary --json
 expect_rc 0
-grep -q '"experiments": 10' "$LAST" || fail "summary --json does not count 10 rows"
+grep -q '"experiments": 11' "$LAST" || fail "summary --json does not count 11 rows"
 grep -q '"KEEP": 3' "$LAST" || fail "summary --json does not count 3 KEEP"
 ar status status
 expect_rc 0
