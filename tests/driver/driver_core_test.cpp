@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -11,8 +12,11 @@
 #include "driver/ctest_results.h"
 #include "driver/decision.h"
 #include "driver/files.h"
+#include "driver/git_repository.h"
 #include "driver/performance_gate.h"
 #include "driver/process.h"
+#include "driver/recording.h"
+#include "driver/state_directory.h"
 #include "driver/statistics.h"
 #include "model/error.h"
 
@@ -21,11 +25,22 @@ using namespace dit::ar;
 
 namespace {
 
+fs::path scratch_folder() { return fs::temp_directory_path() / ("dit-ar-core-" + std::to_string(::getpid())); }
+
 fs::path scratch(const std::string& name) {
-  fs::path folder = fs::temp_directory_path() / ("dit-ar-core-" + std::to_string(::getpid()));
-  fs::create_directories(folder);
-  return folder / name;
+  fs::create_directories(scratch_folder());
+  return scratch_folder() / name;
 }
+
+// Removes the scratch folder after the last test.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(scratch_folder(), ignored);
+  }
+};
+[[maybe_unused]] const auto* const scratch_cleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 nlohmann::json minimal_config() {
   return nlohmann::json::parse(R"({
@@ -363,4 +378,51 @@ TEST(PerformanceGate, MinimumIsRaisedToTwiceTheNoise) {
   EXPECT_DOUBLE_EQ(effective_min_improvement_percent(1.0, 0.3), 1.0);
   EXPECT_DOUBLE_EQ(effective_min_improvement_percent(1.0, 0.8), 1.6);
   EXPECT_DOUBLE_EQ(effective_min_improvement_percent(0.0, 0.0), 0.0);
+}
+
+// A driver killed while recording re-applies the record from inflight.json on its next start:
+// applying a record twice must leave exactly what applying it once leaves.
+TEST(Recording, ApplyingARecordTwiceIsApplyingItOnce) {
+  if (std::system("git --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "git is needed to set up the repository";
+  fs::path repository_dir = scratch("recording-repo");
+  fs::remove_all(repository_dir);
+  fs::create_directories(repository_dir);
+  const std::string git = "git -C " + repository_dir.string() + " ";
+  ASSERT_EQ(std::system((git + "init -q -b autoresearch/t && " + git + "config user.name t && " + git +
+                         "config user.email t@localhost && echo a > " + (repository_dir / "f").string() + " && " +
+                         git + "add f && " + git + "commit -q -m one && echo b > " + (repository_dir / "f").string() +
+                         " && " + git + "commit -q -am two")
+                            .c_str()),
+            0);
+  GitRepository repository(repository_dir);
+  const std::string candidate = repository.head_commit();
+  const std::string best = repository.parents(candidate).front();
+  repository.set_reference("refs/autoresearch/best", best, "test");
+  StateDirectory state(repository_dir / ".state");
+  fs::create_directories(state.root());
+
+  ExperimentRecord record;
+  record.commit = candidate;
+  record.parent = best;
+  record.best_before = best;
+  record.status = Status::discard_performance;
+  record.classification = "exact";
+  record.run_dir = "runs/0001-x";
+  apply_record(repository, state, record);
+  apply_record(repository, state, record);
+  EXPECT_EQ(state.read_results().size(), 1u);
+  EXPECT_EQ(repository.head_commit(), best);
+  EXPECT_EQ(repository.resolve_reference("refs/autoresearch/discarded/" + candidate), candidate);
+  auto note = repository.read_note("refs/notes/autoresearch", candidate);
+  ASSERT_TRUE(note.has_value());
+  EXPECT_NE(note->find("\"status\": \"DISCARD-PERFORMANCE\""), std::string::npos);
+
+  record.status = Status::keep;
+  record.commit = best;
+  record.run_dir = "runs/0002-y";
+  apply_record(repository, state, record);
+  apply_record(repository, state, record);
+  EXPECT_EQ(state.read_results().size(), 2u);
+  EXPECT_EQ(repository.resolve_reference("refs/autoresearch/best"), best);
+  EXPECT_EQ(state.load_best()->value("commit", ""), best);
 }
