@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/cuda_check.h"
-#include "kernels/cuda_reduce.cuh"
+#include "kernels/layernorm_row.cuh"
 
 namespace dit::cuda {
 
@@ -26,19 +26,10 @@ static __global__ void layernorm_modulate_kernel(const float* __restrict__ x,   
   const float* xr = x + static_cast<size_t>(row) * D;
   float sum = 0.0f;
   for (int d = lane; d < D; d += 32) sum += xr[d];
-  const float mean = warp_sum(sum) / static_cast<float>(D);
-  float squares = 0.0f;
-  for (int d = lane; d < D; d += 32) {
-    const float centred = xr[d] - mean;
-    squares += centred * centred;
-  }
-  const float variance = warp_sum(squares) / static_cast<float>(D);
-  const float inv_std = 1.0f / sqrtf(variance + eps);
   const int b = row / T;
   const float* sh = shift + static_cast<size_t>(b) * mod_stride;
   const float* sc = scale + static_cast<size_t>(b) * mod_stride;
-  Out* o = out + static_cast<size_t>(row) * D;
-  for (int d = lane; d < D; d += 32) o[d] = from_float<Out>((xr[d] - mean) * inv_std * (1.0f + sc[d]) + sh[d]);
+  layernorm_modulate_row(xr, sum, sh, sc, out + static_cast<size_t>(row) * D, D, eps, lane);
 }
 
 // ---------------------------------------------------------------------------------------------
