@@ -1,35 +1,22 @@
 // dit-sample's image output: PNGs equal to the in-process pipeline's, the VAE options, and
 // exit code 2 naming the problem for bad VAE arguments and files.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
+#include <string>
 
 #include "model/safetensors.h"
 #include "model/vae_layout.h"
 #include "tests/pipeline/tiny_case.h"
+#include "tests/support/process_runner.h"
 
 namespace dit {
 namespace {
 
-struct ProcessResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using test::ProcessResult;
 
-ProcessResult run_dit_sample(const std::string& arguments) {
-  const std::string command = std::string(DIT_SAMPLE_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+ProcessResult run_dit_sample(const std::string& arguments) { return test::run_program(DIT_SAMPLE_PATH, arguments); }
 
 class DitSampleImages : public testing::Test {
  protected:

@@ -3,37 +3,23 @@
 // metadata; bad arguments and files exit with code 2 and a message naming the problem.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "model/dit_model.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "tests/support/process_runner.h"
 #include "tests/support/test_support.h"
 
 namespace dit {
 namespace {
 
-struct ProcessResult {
-  int exit_code;
-  std::string output;  // stdout and stderr together
-};
+using test::ProcessResult;
 
-ProcessResult run_dit_sample(const std::string& arguments) {
-  const std::string command = std::string(DIT_SAMPLE_PATH) + " " + arguments + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return {-1, "popen failed"};
-  std::string output;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+ProcessResult run_dit_sample(const std::string& arguments) { return test::run_program(DIT_SAMPLE_PATH, arguments); }
 
 class DitSample : public testing::Test {
  protected:
