@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -19,26 +18,17 @@
 #include "model/error.h"
 #include "model/safetensors.h"
 #include "tests/model/scratch_directory.h"
+#include "tests/model/thrown_error.h"
 #include "tests/support/test_support.h"
 
 namespace dit {
 namespace {
 
 using test::ScratchDirectory;
+using test::thrown_error;
 
 uint32_t bits_of(float value) { return std::bit_cast<uint32_t>(value); }
 float float_of(uint32_t bits) { return std::bit_cast<float>(bits); }
-
-// Runs `action`, which must throw dit::Error, and returns what it threw.
-Error thrown_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error;
-  }
-  ADD_FAILURE() << "no dit::Error was thrown";
-  return Error(ErrorKind::invalid_argument, "<nothing thrown>");
-}
 
 std::vector<std::byte> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -4,7 +4,6 @@
 
 #include <bit>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -14,22 +13,14 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "tests/model/scratch_directory.h"
+#include "tests/model/thrown_error.h"
 #include "tests/support/test_support.h"
 
 namespace dit {
 namespace {
 
 using test::ScratchDirectory;
-
-Error thrown_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& error) {
-    return error;
-  }
-  ADD_FAILURE() << "no dit::Error was thrown";
-  return Error(ErrorKind::invalid_argument, "<nothing thrown>");
-}
+using test::thrown_error;
 
 void expect_words(const Error& error, const std::vector<std::string>& words) {
   EXPECT_EQ(error.kind(), ErrorKind::invalid_file) << error.what();
