@@ -7,7 +7,6 @@
 // and unaligned inputs (the scalar loads), and rows sharp enough that the online softmax rescales.
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "kernels/attention_flash.h"
 #include "kernels/attention_tiled.h"
 #include "tests/cuda/device_tensor.h"
+#include "tests/cuda/expect_close.h"
 
 namespace dit {
 namespace {
@@ -23,20 +23,10 @@ namespace {
 using cuda::DeviceDtype;
 using std::vector;
 using test::DeviceTensor;
+using test::expect_close;
 
 // Float32 storage, float32 accumulation and softmax against the float64 reference.
 constexpr double kF32Bound = 1e-5;
-
-void expect_close(const std::string& name, const vector<float>& out, size_t never_written, const vector<double>& ref,
-                  uint64_t seed) {
-  const test::Comparison c = test::compare(out, ref);
-  std::printf("  %-48s relative error %.3e (bound %.1e), max abs %.3e, seed %llu\n", name.c_str(),
-              c.relative_error, kF32Bound, c.max_abs_error, static_cast<unsigned long long>(seed));
-  EXPECT_EQ(never_written, 0u) << name << ": " << never_written << " of " << out.size()
-                               << " outputs never written (seed " << seed << ")";
-  EXPECT_EQ(c.non_finite, 0u) << name << " (seed " << seed << ")";
-  EXPECT_LE(c.relative_error, kF32Bound) << name << " (seed " << seed << "): " << c.describe(out, ref);
-}
 
 struct TiledCase {
   int B, H, N, hd;
@@ -87,8 +77,8 @@ TEST_P(CudaAttentionTiled, matches_reference_and_naive_kernel) {
   const vector<float> tiled = dtiled.download(&unwritten);
   const vector<float> naive = dnaive.download(&naive_unwritten);
   ASSERT_EQ(naive_unwritten, 0u);
-  expect_close("attention_tiled/" + k.name(), tiled, unwritten, test::to_double(ref), seed);
-  expect_close("attention_tiled_vs_naive/" + k.name(), tiled, 0, test::to_double(naive), seed);
+  expect_close("attention_tiled/" + k.name(), tiled, unwritten, test::to_double(ref), kF32Bound, seed);
+  expect_close("attention_tiled_vs_naive/" + k.name(), tiled, 0, test::to_double(naive), kF32Bound, seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -30,6 +30,7 @@
 #include "model/sampler.h"
 #include "model/schedule.h"
 #include "tests/cuda/device_tensor.h"
+#include "tests/cuda/expect_close.h"
 
 namespace dit {
 namespace {
@@ -37,6 +38,7 @@ namespace {
 using cuda::DeviceDtype;
 using std::vector;
 using test::DeviceTensor;
+using test::expect_close;
 
 // Normwise bounds per output dtype: float32 storage with float32 accumulation against a
 // float64 reference; one fp16 rounding is 4.9e-4 relative, one bf16 rounding 3.9e-3.
@@ -52,16 +54,6 @@ double bound_for(DeviceDtype dtype) {
     case DeviceDtype::bf16: return kBF16Bound;
   }
   return 0;
-}
-
-void expect_close(const std::string& name, const vector<float>& out, size_t never_written,
-                  const vector<double>& ref, double bound, uint64_t seed) {
-  const test::Comparison c = test::compare(out, ref);
-  std::printf("  %-44s relative error %.3e (bound %.1e), max abs %.3e, seed %llu\n", name.c_str(),
-              c.relative_error, bound, c.max_abs_error, static_cast<unsigned long long>(seed));
-  EXPECT_EQ(never_written, 0u) << name << ": " << never_written << " of " << out.size()
-                               << " outputs never written (seed " << seed << ")";
-  EXPECT_LE(c.relative_error, bound) << name << " (seed " << seed << "): " << c.describe(out, ref);
 }
 
 // --- patch_embed --------------------------------------------------------------------------------
