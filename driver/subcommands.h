@@ -11,7 +11,8 @@
 //   (config.state_dir is absolute).
 // - Optional files: driver/CMakeLists.txt compiles driver/search_command.cpp,
 //   driver/knowledge_index.cpp and driver/report_command.cpp (plus any driver/report*.cpp) only
-//   when they exist, and then defines DIT_AR_HAS_SEARCH, DIT_AR_HAS_INDEX and DIT_AR_HAS_REPORT
+//   when they exist (knowledge_index.cpp into dit::ar_core, since init calls it; the others into
+//   dit-ar), and then defines DIT_AR_HAS_SEARCH, DIT_AR_HAS_INDEX and DIT_AR_HAS_REPORT
 //   respectively; main.cpp calls their registration functions only under those definitions.
 // - `dit-ar init` builds the knowledge index by calling rebuild_knowledge_index() when
 //   DIT_AR_HAS_INDEX is defined; knowledge_index.cpp must define it.
