@@ -91,22 +91,11 @@ int run_baseline(const CommonOptions& options) {
   nlohmann::json inflight{{"phase", "running"}, {"kind", "baseline"},         {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
   context.state.store_inflight(inflight);
-  RunRequest request;
-  request.config = &context.config;
-  request.lane = &lane;
-  request.source_dir = context.root;
-  request.run_dir = run_dir;
-  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
-  request.baseline_dir = context.state.baseline_dir();
+  RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
   // The baseline against itself is an exact restatement; the gates judge it so.
   request.classification = "exact";
   request.noise_measurement = true;
   request.min_improvement_percent = lane.min_improvement_percent;
-  request.progress = &progress;
-  request.on_child = [&](int process_group) {
-    inflight["process_group"] = process_group;
-    context.state.store_inflight(inflight);
-  };
   write_json_atomic(run_dir / "environment.json", capture_environment(context.root).document);
 
   // The best build (for the A/A comparison and the first experiment) is the same commit.

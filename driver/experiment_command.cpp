@@ -149,20 +149,9 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
                           {"started", record.timestamp},
                           {"driver_pid", ::getpid()}};
   context.state.store_inflight(inflight);
-  RunRequest request;
-  request.config = &context.config;
-  request.lane = &lane;
-  request.source_dir = context.root;
-  request.run_dir = run_dir;
-  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
-  request.baseline_dir = context.state.baseline_dir();
+  RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
   request.classification = experiment.classification;
   request.min_improvement_percent = effective_min_improvement(session, lane);
-  request.progress = &progress;
-  request.on_child = [&](int process_group) {
-    inflight["process_group"] = process_group;
-    context.state.store_inflight(inflight);
-  };
   write_json_atomic(run_dir / "environment.json", {{"gpu", record.gpu}, {"timestamp", record.timestamp}});
 
   RunFacts facts;

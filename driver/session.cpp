@@ -98,6 +98,24 @@ void recover_interrupted_run(SessionContext& context, std::ostream& out) {
   context.state.clear_inflight();
 }
 
+RunRequest session_run_request(const SessionContext& context, const Lane& lane, const fs::path& run_dir,
+                               nlohmann::json& inflight, std::ostream& progress) {
+  RunRequest request;
+  request.config = &context.config;
+  request.lane = &lane;
+  request.source_dir = context.root;
+  request.run_dir = run_dir;
+  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
+  request.baseline_dir = context.state.baseline_dir();
+  request.progress = &progress;
+  const StateDirectory& state = context.state;
+  request.on_child = [&state, &inflight](int process_group) {
+    inflight["process_group"] = process_group;
+    state.store_inflight(inflight);
+  };
+  return request;
+}
+
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
                                               RunRequest request) {
   fs::path source = context.state.best_source_dir();

@@ -51,6 +51,12 @@ void require_branch_and_clean_tree(const SessionContext& context, const nlohmann
 // interrupted (the commit, still checked out, is simply run again). Prints what it did.
 void recover_interrupted_run(SessionContext& context, std::ostream& out);
 
+// A run of the checkout in `lane`: config, lane, source, run, best build and baseline folders
+// and progress filled in; each child's process group is added to `inflight` and stored, so a
+// later driver can kill it. The caller sets the classification and the improvement threshold.
+RunRequest session_run_request(const SessionContext& context, const Lane& lane, const std::filesystem::path& run_dir,
+                               nlohmann::json& inflight, std::ostream& progress);
+
 // Makes state/best/src hold `best_commit`'s tree and builds it (incrementally) unless it is
 // already built. Returns a failure description on error.
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
