@@ -1,0 +1,220 @@
+#!/bin/bash
+# Runs one unattended dit-ar research session from prepared experiments, then packs what it
+# decided into a few files. Meant for a GPU host that gets the working tree without .git
+# (`. .deps/env.sh` restores the history from .bundle/), but runs on any checkout.
+#
+# Usage: tools/gpu-host/research-session.sh --tag TAG --experiments DIR
+#          [--lane LANE] [--out DIR] [--dit-ar PATH] [--config PATH]
+#   --lane         objective lane of config/autoresearch.json (default a5500-e2e-256)
+#   --experiments  a folder of `git format-patch` files, each NN-name.patch with its
+#                  NN-name.json {"classification": ..., "description": ...}, taken in name
+#                  order; or, when DIR/experiments.json exists, that list of
+#                  {"patch": FILE, "classification": ..., "description": ...} in its order
+#   --out          where the packed results go (default ./session-out, or $OUT)
+#   --dit-ar       the driver binary (default: <lane build_dir>/driver/dit-ar, built if absent)
+#
+# Steps: branch autoresearch/TAG from HEAD, dit-ar doctor, init --lane, baseline; per
+# experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
+# summary --json and report. An experiment's DISCARD/CRASH/REJECTED (exit 3) or a patch that
+# does not apply is recorded and the session goes on; exit 2 (setup error) or a failed baseline
+# stops it.
+#
+# $OUT receives: results.tsv, summary.txt, summary.json, report.html, state-logs.tar.gz (the
+# state directory's records and runs/ logs, build trees left out), timing.tsv (wall seconds per
+# experiment, from its commit to the driver's decision, and per driver stage) and session.log.
+# Exit: 0 when every step ran (whatever the decisions), 2 on a setup error, 1 when the
+# baseline failed.
+set -uo pipefail
+
+die() { echo "research-session: $*" >&2; exit 2; }
+
+lane=a5500-e2e-256
+tag=""
+experiments=""
+out="${OUT:-}"
+dit_ar="${DIT_AR:-}"
+config=config/autoresearch.json
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --lane) lane="$2"; shift 2 ;;
+    --tag) tag="$2"; shift 2 ;;
+    --experiments) experiments="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --dit-ar) dit_ar="$2"; shift 2 ;;
+    --config) config="$2"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument: $1 (see --help)" ;;
+  esac
+done
+[ -n "$tag" ] || die "--tag is required"
+[ -n "$experiments" ] || die "--experiments is required"
+folder=$(cd "$experiments" 2>/dev/null && pwd) || die "no experiments folder: $experiments"
+experiments=$folder
+
+cd "$(dirname "$0")/../.."
+root=$PWD
+out="${out:-$root/session-out}"
+mkdir -p "$out" || die "cannot create $out"
+out=$(cd "$out" && pwd)
+log="$out/session.log"
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+
+if [ -f .deps/env.sh ]; then . .deps/env.sh >>"$log" 2>&1; fi
+git rev-parse -q --verify HEAD >/dev/null 2>&1 || die "no git history here (stage .bundle/ with stage-history.sh)"
+git config user.email >/dev/null 2>&1 || export GIT_AUTHOR_EMAIL=research-session@localhost GIT_COMMITTER_EMAIL=research-session@localhost
+git config user.name >/dev/null 2>&1 || export GIT_AUTHOR_NAME=research-session GIT_COMMITTER_NAME=research-session
+
+# A results folder inside the tree must not make it dirty for the driver.
+case "$out/" in
+  "$root"/*) rel="${out#"$root"/}"; grep -qxF "/$rel/" .git/info/exclude 2>/dev/null || echo "/$rel/" >>.git/info/exclude ;;
+esac
+
+# The lane's build directory and presets, and the state directory, from the config.
+read -r state_dir build_dir configure_preset build_preset < <(python3 - "$config" "$lane" <<'EOF'
+import json, sys
+config = json.load(open(sys.argv[1]))
+lane = config["lanes"].get(sys.argv[2])
+if lane is None:
+    sys.exit("no lane %r in %s (lanes: %s)" % (sys.argv[2], sys.argv[1], ", ".join(config["lanes"])))
+print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configure_preset"], lane["build_preset"])
+EOF
+) || die "cannot read lane $lane from $config"
+
+# The experiment list: lines of patch<TAB>classification<TAB>description.
+list="$out/.experiments.tsv"
+python3 - "$experiments" >"$list" <<'EOF' || die "bad experiment metadata in $experiments"
+import json, os, sys
+folder = sys.argv[1]
+index = os.path.join(folder, "experiments.json")
+if os.path.exists(index):
+    entries = json.load(open(index))
+else:
+    entries = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".patch"):
+            meta = os.path.join(folder, name[:-len(".patch")] + ".json")
+            if not os.path.exists(meta):
+                sys.exit("%s has no %s" % (name, os.path.basename(meta)))
+            entry = json.load(open(meta))
+            entry["patch"] = name
+            entries.append(entry)
+if not entries:
+    sys.exit("no experiments in " + folder)
+for entry in entries:
+    for key in ("patch", "classification", "description"):
+        if not str(entry.get(key, "")).strip():
+            sys.exit("experiment %r lacks %s" % (entry.get("patch"), key))
+    patch = os.path.join(folder, entry["patch"])
+    if not os.path.isfile(patch):
+        sys.exit("no patch file " + patch)
+    clean = lambda s: " ".join(str(s).split())
+    print("\t".join([patch, clean(entry["classification"]), clean(entry["description"])]))
+EOF
+
+# The driver, copied out of the build tree so that the session's own builds cannot replace it
+# under it.
+if [ -z "$dit_ar" ]; then
+  dit_ar="$build_dir/driver/dit-ar"
+  if [ ! -x "$dit_ar" ]; then
+    say "building dit-ar ($configure_preset)"
+    { cmake --preset "$configure_preset" && cmake --build --preset "$build_preset" --target dit-ar -j "$(nproc)"; } \
+      >>"$log" 2>&1 || die "building dit-ar failed; see $log"
+  fi
+fi
+[ -x "$dit_ar" ] || die "no driver binary at $dit_ar"
+tool_dir=$(mktemp -d)
+trap 'rm -rf "$tool_dir" "$list"' EXIT
+cp "$dit_ar" "$tool_dir/dit-ar"
+ar() { "$tool_dir/dit-ar" "$@" --config "$config"; }
+
+timing="$out/timing.tsv"
+printf 'step\tname\tcommit\tstatus\texit_code\tapply_s\tdriver_s\ttotal_s\tstages\n' >"$timing"
+
+# The driver's stage lines ("  build                 ok    12.3 s") as name=seconds;...
+stages_of() {
+  sed -nE 's/^  ([a-z][a-zA-Z0-9 _.:()-]*[a-zA-Z0-9)])  +(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' "$1" | tr ' ' '_' | paste -sd';' -
+}
+since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+last_status() { tail -n 1 "$state_dir/results.tsv" 2>/dev/null | cut -f6; }
+
+# Runs one driver step with its output in the log; sets rc, seconds and step_log.
+run_step() {
+  local name="$1"; shift
+  step_log="$out/.step.log"
+  local start
+  start=$(date +%s.%N)
+  ar "$@" >"$step_log" 2>&1
+  rc=$?
+  seconds=$(since "$start")
+  { echo "=== dit-ar $* (exit $rc, $seconds s)"; cat "$step_log"; } >>"$log"
+  tail -n 8 "$step_log"
+  say "$name: exit $rc, $seconds s"
+}
+
+branch="autoresearch/$tag"
+git rev-parse -q --verify "refs/heads/$branch" >/dev/null && die "branch $branch exists; pick another --tag"
+git switch -q -c "$branch" || die "cannot create branch $branch"
+say "session $branch from $(git log -1 --format='%h %s'), lane $lane, $(wc -l <"$list") experiments"
+
+run_step doctor doctor
+[ $rc -eq 0 ] || die "dit-ar doctor failed (exit $rc); see $log"
+run_step init init --lane "$lane"
+[ $rc -eq 0 ] || die "dit-ar init failed (exit $rc); see $log"
+run_step baseline baseline
+printf '0\tbaseline\t%s\t%s\t%s\t0\t%.1f\t%.1f\t%s\n' "$(git rev-parse --short HEAD)" \
+  "$([ $rc -eq 0 ] && echo KEEP || echo FAILED)" "$rc" "$seconds" "$seconds" "$(stages_of "$step_log")" >>"$timing"
+[ $rc -eq 2 ] && die "dit-ar baseline refused (exit 2); see $log"
+session_status=0
+if [ $rc -ne 0 ]; then
+  say "the unmodified code fails the baseline (exit $rc): no experiment can be judged"
+  session_status=1
+fi
+
+step=0
+while [ $session_status -eq 0 ] && IFS=$'\t' read -r -u 3 patch classification description; do
+  step=$((step + 1))
+  name=$(basename "$patch" .patch)
+  start=$(date +%s.%N)
+  before=$(git rev-parse HEAD)
+  if git am -q -3 "$patch" >>"$log" 2>&1; then
+    # A patch of several commits is one hypothesis: squash it into one commit.
+    if [ "$(git rev-list --count "$before..HEAD")" -ne 1 ]; then
+      git reset -q --soft "$before" && git commit -q -m "$description"
+    fi
+  else
+    git am --abort >>"$log" 2>&1
+    say "$name: does not apply on $(git rev-parse --short HEAD); skipped"
+    printf '%d\t%s\t-\tNOT-APPLIED\t-\t-\t-\t-\t-\n' "$step" "$name" >>"$timing"
+    continue
+  fi
+  commit=$(git rev-parse --short HEAD)
+  applied=$(since "$start")
+  say "$name: $commit $(git log -1 --format=%s) [$classification]"
+  run_step "$name" experiment --classification "$classification" --description "$description"
+  total=$(since "$start")
+  status=$(last_status)
+  [ $rc -eq 2 ] && status=REFUSED
+  printf '%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\n' "$step" "$name" "$commit" "$status" "$rc" \
+    "$applied" "$seconds" "$total" "$(stages_of "$step_log")" >>"$timing"
+  if [ $rc -eq 2 ]; then
+    say "dit-ar experiment refused $name (exit 2): a setup error, the session stops; see $log"
+    session_status=2
+  fi
+done 3<"$list"
+
+# Pack whatever was recorded, also after a stop.
+[ -f "$state_dir/results.tsv" ] && cp "$state_dir/results.tsv" "$out/results.tsv"
+ar summary --limit 0 >"$out/summary.txt" 2>>"$log" || say "dit-ar summary failed"
+ar summary --limit 0 --json >"$out/summary.json" 2>>"$log" || say "dit-ar summary --json failed"
+ar report --out "$out/report.html" >>"$log" 2>&1 || say "dit-ar report failed"
+records=()
+for f in session.json best.json results.tsv environment.json runs; do
+  [ -e "$state_dir/$f" ] && records+=("$f")
+done
+tar -czf "$out/state-logs.tar.gz" -C "$state_dir" --exclude='*.safetensors' --exclude='*.bin' \
+  --exclude='*.npy' "${records[@]}" || say "packing $state_dir failed"
+rm -f "$out/.step.log"
+cat "$out/summary.txt"
+say "results in $out: $(cd "$out" && ls | tr '\n' ' ')"
+exit $session_status
