@@ -1,5 +1,6 @@
-// CUDA LayerNorm + adaLN modulation (kernels/layernorm_modulate.h): one warp per row, two-pass
-// float32 mean and variance (the row is re-read from L1/L2, no E[x^2] - E[x]^2 cancellation).
+// CUDA LayerNorm + adaLN modulation (kernels/layernorm_modulate.h): one warp per row, four rows
+// per block, two-pass float32 mean and variance (no E[x^2] - E[x]^2 cancellation); with a 16-bit
+// output, rows of at most 1152 elements are read once into registers (kernels/layernorm_row.cuh).
 #include "kernels/layernorm_modulate.h"
 
 #include <cuda_runtime.h>
@@ -9,7 +10,7 @@
 
 namespace dit::cuda {
 
-constexpr int kLayerNormWarps = 8;  // rows per block
+constexpr int kLayerNormWarps = 4;  // rows per block
 
 // ---------------------------------------------------------------------------------------------
 // Kernel
@@ -24,12 +25,20 @@ static __global__ void layernorm_modulate_kernel(const float* __restrict__ x,   
   const int row = blockIdx.x * kLayerNormWarps + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave together
   const float* xr = x + static_cast<size_t>(row) * D;
-  float sum = 0.0f;
-  for (int d = lane; d < D; d += 32) sum += xr[d];
   const int b = row / T;
   const float* sh = shift + static_cast<size_t>(b) * mod_stride;
   const float* sc = scale + static_cast<size_t>(b) * mod_stride;
-  layernorm_modulate_row(xr, sum, sh, sc, out + static_cast<size_t>(row) * D, D, eps, lane);
+  Out* o = out + static_cast<size_t>(row) * D;
+  if (kRegisterRows<Out> && D <= 32 * kRowRegisters) {
+    float v[kRowRegisters];
+#pragma unroll
+    for (int j = 0; j < kRowRegisters; ++j) v[j] = lane + 32 * j < D ? xr[lane + 32 * j] : 0.0f;
+    layernorm_modulate_registers(v, sh, sc, o, D, eps, lane);
+    return;
+  }
+  float sum = 0.0f;
+  for (int d = lane; d < D; d += 32) sum += xr[d];
+  layernorm_modulate_row(xr, sum, sh, sc, o, D, eps, lane);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,11 @@
 // CUDA gated residual + LayerNorm + modulation (kernels/residual_layernorm.h): one warp per
-// row; the updated row is written back and re-read from L1 for the two-pass statistics.
+// row, four rows per block. With a 16-bit output (kRegisterRows), rows of at most 1152 elements
+// stay in registers between the residual update and the two-pass statistics
+// (kernels/layernorm_row.cuh); other rows are written back and re-read. At DiT-XL/2 (512 rows
+// of 1152 at batch 2) the register form reads each input once with every load of a lane in
+// flight together, where the loop that writes the row back and re-reads it leaves few loads in
+// flight per lane and is latency-bound (about 21 us per call on an H200, 40% of an fp16 forward
+// pass: knowledge/handbook/03_single_gpu/04_fusion.md).
 #include "kernels/residual_layernorm.h"
 
 #include <cuda_runtime.h>
@@ -9,7 +15,7 @@
 
 namespace dit::cuda {
 
-constexpr int kResidualLayerNormWarps = 8;  // rows per block
+constexpr int kResidualLayerNormWarps = 4;  // rows per block
 
 // ---------------------------------------------------------------------------------------------
 // Kernel
@@ -30,15 +36,29 @@ static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,
   float* xr = x + static_cast<size_t>(row) * D;
   const float* yr = y + static_cast<size_t>(row) * D;
   const float* g = gate + static_cast<size_t>(b) * gate_stride;
+  const float* sh = shift + static_cast<size_t>(b) * mod_stride;
+  const float* sc = scale + static_cast<size_t>(b) * mod_stride;
+  Out* o = out + static_cast<size_t>(row) * D;
+  if (kRegisterRows<Out> && D <= 32 * kRowRegisters) {
+    float v[kRowRegisters];
+#pragma unroll
+    for (int j = 0; j < kRowRegisters; ++j) {
+      const int d = lane + 32 * j;
+      v[j] = d < D ? xr[d] + g[d] * yr[d] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kRowRegisters; ++j)
+      if (lane + 32 * j < D) xr[lane + 32 * j] = v[j];
+    layernorm_modulate_registers(v, sh, sc, o, D, eps, lane);
+    return;
+  }
   float sum = 0.0f;
   for (int d = lane; d < D; d += 32) {
     const float updated = xr[d] + g[d] * yr[d];
     xr[d] = updated;  // read back below by this same lane only
     sum += updated;
   }
-  const float* sh = shift + static_cast<size_t>(b) * mod_stride;
-  const float* sc = scale + static_cast<size_t>(b) * mod_stride;
-  layernorm_modulate_row(xr, sum, sh, sc, out + static_cast<size_t>(row) * D, D, eps, lane);
+  layernorm_modulate_row(xr, sum, sh, sc, o, D, eps, lane);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -156,7 +156,8 @@ INSTANTIATE_TEST_SUITE_P(layernorm_modulate, CudaLayerNormModulate,
                                          LayerNormCase{2, 256, 1152, DeviceDtype::bf16},
                                          LayerNormCase{3, 16, 144, DeviceDtype::f32},
                                          LayerNormCase{1, 1024, 1152, DeviceDtype::bf16},
-                                         LayerNormCase{3, 7, 33, DeviceDtype::f32}),
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},
+                                         LayerNormCase{2, 5, 1500, DeviceDtype::f32}),  // re-read form
                          [](const auto& info) { return info.param.name(); });
 
 // --- gated_residual -----------------------------------------------------------------------------
@@ -222,7 +223,8 @@ INSTANTIATE_TEST_SUITE_P(residual_layernorm, CudaResidualLayerNorm,
                          testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
                                          LayerNormCase{2, 256, 1152, DeviceDtype::f16},
                                          LayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
-                                         LayerNormCase{3, 7, 33, DeviceDtype::f32}),
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},
+                                         LayerNormCase{2, 5, 1500, DeviceDtype::f16}),  // re-read form
                          [](const auto& info) { return info.param.name(); });
 
 // --- activations --------------------------------------------------------------------------------
