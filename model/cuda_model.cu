@@ -39,6 +39,7 @@
 #include "kernels/unpatchify.h"
 #include "model/cublaslt_gemm.h"
 #include "model/device_arena.h"
+#include "model/safetensors.h"
 #include "model/schedule.h"
 
 namespace dit {
@@ -206,7 +207,11 @@ CudaDitModel::~CudaDitModel() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-// Weights: name -> dtype; sized in one pass, then carved and uploaded (converted on the host).
+// Weights: name -> dtype; sized in one pass, then carved and uploaded. 16-bit weights are
+// converted on the host by every core into one reused staging buffer (one tensor at a time), and
+// the adaLN layers go straight to their place in the concatenated device weight, so loading
+// DiT-XL/2 makes no host copy of the 2.7 GB it reads (the load is what every benchmark and
+// quality process pays before its first image).
 void CudaDitModel::upload_weights(const DitWeights& weights) {
   const DeviceDtype f32 = DeviceDtype::f32;
   std::vector<std::pair<std::string, DeviceDtype>> specs = {
@@ -228,50 +233,59 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   add_linear("final_layer.linear", f32);
 
   // Every adaLN layer in one [depth*6D + 2D, D] weight and one bias, in block order, final last.
-  std::vector<float> adaln_weight, adaln_bias;
+  std::vector<const Tensor*> adaln_weights, adaln_biases;
+  size_t adaln_weight_count = 0, adaln_bias_count = 0;
   for (int i = 0; i <= config_.depth; ++i) {
     const std::string prefix =
         i < config_.depth ? "blocks." + std::to_string(i) + ".adaLN_modulation.1" : "final_layer.adaLN_modulation.1";
-    const std::vector<float>& w = weights.at(prefix + ".weight").data;
-    const std::vector<float>& b = weights.at(prefix + ".bias").data;
-    adaln_weight.insert(adaln_weight.end(), w.begin(), w.end());
-    adaln_bias.insert(adaln_bias.end(), b.begin(), b.end());
+    adaln_weights.push_back(&weights.at(prefix + ".weight"));
+    adaln_biases.push_back(&weights.at(prefix + ".bias"));
+    adaln_weight_count += adaln_weights.back()->data.size();
+    adaln_bias_count += adaln_biases.back()->data.size();
   }
   const int D = config_.hidden_size;
-  if (adaln_bias.size() != static_cast<size_t>(modulation_width()) ||
-      adaln_weight.size() != adaln_bias.size() * static_cast<size_t>(D))
+  if (adaln_bias_count != static_cast<size_t>(modulation_width()) ||
+      adaln_weight_count != adaln_bias_count * static_cast<size_t>(D))
     throw Error(ErrorKind::invalid_argument, "adaLN weights do not add up to [depth*6D + 2D, D]");
 
   cuda::ArenaSizer sizer;
   sizer.take(cuda::GemmRunner::kWorkspaceBytes);
   for (const auto& [name, dtype] : specs) sizer.take(weights.at(name).data.size() * cuda::dtype_bytes(dtype));
-  sizer.take(adaln_weight.size() * cuda::dtype_bytes(compute_));
-  sizer.take(adaln_bias.size() * sizeof(float));
+  sizer.take(adaln_weight_count * cuda::dtype_bytes(compute_));
+  sizer.take(adaln_bias_count * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
   gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes));
 
-  std::vector<__half> halves;
-  std::vector<__nv_bfloat16> bfloats;
-  auto upload_converted = [&](const std::vector<float>& values, DeviceDtype dtype) -> const void* {
-    void* target = weight_arena_.take(values.size() * cuda::dtype_bytes(dtype));
+  std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
+  auto upload_into = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {
     const void* source = values.data();
-    if (dtype == DeviceDtype::f16) {
-      halves.resize(values.size());
-      std::transform(values.begin(), values.end(), halves.begin(), [](float v) { return __float2half_rn(v); });
-      source = halves.data();
-    } else if (dtype == DeviceDtype::bf16) {
-      bfloats.resize(values.size());
-      std::transform(values.begin(), values.end(), bfloats.begin(),
-                     [](float v) { return __float2bfloat16_rn(v); });
-      source = bfloats.data();
+    if (dtype != DeviceDtype::f32) {
+      staging.resize(values.size());
+      if (dtype == DeviceDtype::f16)
+        floats_to_f16_bits(values.data(), staging.data(), values.size());
+      else
+        floats_to_bf16_bits(values.data(), staging.data(), values.size());
+      source = staging.data();
     }
     DIT_CUDA_CHECK(cudaMemcpy(target, source, values.size() * cuda::dtype_bytes(dtype), cudaMemcpyHostToDevice));
+  };
+  auto upload_converted = [&](const std::vector<float>& values, DeviceDtype dtype) -> const void* {
+    void* target = weight_arena_.take(values.size() * cuda::dtype_bytes(dtype));
+    upload_into(target, values, dtype);
     return target;
+  };
+  auto upload_concatenated = [&](const std::vector<const Tensor*>& parts, size_t count, DeviceDtype dtype) {
+    auto* target = static_cast<std::byte*>(weight_arena_.take(count * cuda::dtype_bytes(dtype)));
+    for (const Tensor* part : parts) {
+      upload_into(target, part->data, dtype);
+      target += part->data.size() * cuda::dtype_bytes(dtype);
+    }
+    return static_cast<const void*>(target - count * cuda::dtype_bytes(dtype));
   };
   std::map<std::string, const void*> device;
   for (const auto& [name, dtype] : specs) device[name] = upload_converted(weights.at(name).data, dtype);
-  adaln_all_.weight = upload_converted(adaln_weight, compute_);
-  adaln_all_.bias = upload_converted(adaln_bias, DeviceDtype::f32);
+  adaln_all_.weight = upload_concatenated(adaln_weights, adaln_weight_count, compute_);
+  adaln_all_.bias = upload_concatenated(adaln_biases, adaln_bias_count, DeviceDtype::f32);
   adaln_all_.out = modulation_width();
   adaln_all_.in = D;
 

@@ -186,6 +186,18 @@ uint16_t float_to_bf16_bits(float value) {
   return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
 }
 
+void floats_to_f16_bits(const float* values, uint16_t* out, size_t n) {
+  const auto count = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) out[i] = float_to_f16_bits(values[i]);
+}
+
+void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n) {
+  const auto count = static_cast<int64_t>(n);
+#pragma omp parallel for schedule(static) if (count > 65536)
+  for (int64_t i = 0; i < count; ++i) out[i] = float_to_bf16_bits(values[i]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reader
 // ---------------------------------------------------------------------------------------------

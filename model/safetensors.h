@@ -32,6 +32,9 @@ float f16_bits_to_float(uint16_t bits);
 uint16_t float_to_f16_bits(float value);
 float bf16_bits_to_float(uint16_t bits);
 uint16_t float_to_bf16_bits(float value);
+// The same narrowing over n values, on every core (bulk weight conversion at load).
+void floats_to_f16_bits(const float* values, uint16_t* out, size_t n);
+void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n);
 
 struct TensorView {
   std::string name;

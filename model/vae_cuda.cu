@@ -69,13 +69,15 @@ class WeightStaging {
     const size_t offset = cuda::align_up(bytes_.size());
     bytes_.resize(offset + values.size() * cuda::dtype_bytes(dtype));
     std::byte* out = bytes_.data() + offset;
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (dtype == DeviceDtype::f32) {
-        std::memcpy(out + 4 * i, &values[i], 4);
-      } else {
-        const uint16_t bits = dtype == DeviceDtype::f16 ? float_to_f16_bits(values[i]) : float_to_bf16_bits(values[i]);
-        std::memcpy(out + 2 * i, &bits, 2);
-      }
+    if (dtype == DeviceDtype::f32) {
+      std::memcpy(out, values.data(), values.size() * 4);
+    } else {
+      narrowed_.resize(values.size());
+      if (dtype == DeviceDtype::f16)
+        floats_to_f16_bits(values.data(), narrowed_.data(), values.size());
+      else
+        floats_to_bf16_bits(values.data(), narrowed_.data(), values.size());
+      std::memcpy(out, narrowed_.data(), values.size() * 2);
     }
     return offset;
   }
@@ -112,6 +114,7 @@ class WeightStaging {
  private:
   DeviceDtype dtype_;
   std::vector<std::byte> bytes_;
+  std::vector<uint16_t> narrowed_;  // 16-bit images of the tensor being added
 };
 
 // Device buffers and library plans for one (batch, latent size).

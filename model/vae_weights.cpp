@@ -54,35 +54,31 @@ VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
 namespace {
 
 // A counter-based generator (splitmix64) per tensor, keyed by the seed and the tensor's name,
-// so every tensor's values depend on nothing else.
+// so every tensor's values depend on nothing else. Draw k of the stream is mix(key + (k + 1) *
+// golden); normal pair p (values 2p and 2p + 1, Box-Muller) takes draws 2p and 2p + 1, so any
+// pair can be computed on its own and a tensor fills on every core with the same values.
 class NamedNormal {
  public:
-  NamedNormal(uint64_t seed, const std::string& name) : state_(seed) {
-    for (unsigned char c : name) state_ = (state_ ^ c) * 0x100000001b3ull;  // FNV-1a style mix
+  NamedNormal(uint64_t seed, const std::string& name) : key_(seed) {
+    for (unsigned char c : name) key_ = (key_ ^ c) * 0x100000001b3ull;  // FNV-1a style mix
   }
-  double operator()() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = (static_cast<double>(next() >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
-    const double u2 = static_cast<double>(next() >> 11) * 0x1.0p-53;          // [0, 1)
+  // Values 2p (cos branch) and 2p + 1 (sin branch).
+  void pair(uint64_t p, double& first, double& second) const {
+    const double u1 = (static_cast<double>(draw(2 * p) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double u2 = static_cast<double>(draw(2 * p + 1) >> 11) * 0x1.0p-53;      // [0, 1)
     const double radius = std::sqrt(-2.0 * std::log(u1));
-    spare_ = radius * std::sin(2.0 * M_PI * u2);
-    has_spare_ = true;
-    return radius * std::cos(2.0 * M_PI * u2);
+    first = radius * std::cos(2.0 * M_PI * u2);
+    second = radius * std::sin(2.0 * M_PI * u2);
   }
 
  private:
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  uint64_t draw(uint64_t k) const {
+    uint64_t z = key_ + (k + 1) * 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
-  uint64_t state_;
-  double spare_ = 0;
-  bool has_spare_ = false;
+  uint64_t key_;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -108,7 +104,15 @@ VaeWeights VaeWeights::random(const VaeConfig& config, uint64_t seed) {
       for (size_t i = 1; i < shape.size(); ++i) fan_in *= shape[i];
       std = 1.0 / std::sqrt(static_cast<double>(fan_in));
     }
-    for (float& v : tensor.data) v = static_cast<float>(mean + std * normal());
+    const auto n = static_cast<int64_t>(tensor.data.size());
+    float* values = tensor.data.data();
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (int64_t p = 0; p < (n + 1) / 2; ++p) {
+      double first = 0, second = 0;
+      normal.pair(static_cast<uint64_t>(p), first, second);
+      values[2 * p] = static_cast<float>(mean + std * first);
+      if (2 * p + 1 < n) values[2 * p + 1] = static_cast<float>(mean + std * second);
+    }
     weights.tensors.emplace(name, std::move(tensor));
   }
   return weights;
