@@ -32,7 +32,9 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
                                             {"state_dir", context.state.root().string()},
                                             {"lane", lane.name}};
   fs::path log = request.run_dir / "record-baseline.log";
-  for (const auto& command : context.config.record_baseline_commands) {
+  const auto& commands =
+      lane.record_baseline_commands.empty() ? context.config.record_baseline_commands : lane.record_baseline_commands;
+  for (const auto& command : commands) {
     ProcessOptions options;
     for (const auto& argument : command) options.argv.push_back(expand_placeholders(argument, values));
     options.working_dir = context.root;
@@ -98,12 +100,13 @@ int run_baseline(const CommonOptions& options) {
   request.min_improvement_percent = lane.min_improvement_percent;
   write_json_atomic(run_dir / "environment.json", capture_environment(context.root).document);
 
-  // The best build (for the A/A comparison and the first experiment) is the same commit.
+  // The best build (for the A/A comparison and the first experiment) is the same commit: its
+  // objective benchmark is kept from this build instead of building the tree a second time.
   RunFacts facts;
-  if (auto failure = prepare_best_build(context, lane, head, request)) {
-    facts.stage_failure = failure;
-  } else if (auto build_failure = configure_and_build(request, "baseline-")) {
+  if (auto build_failure = configure_and_build(request, "baseline-")) {
     facts.stage_failure = build_failure;
+  } else if (auto keep_failure = keep_as_best_build(context, lane, head, context.root / lane.build_dir)) {
+    facts.stage_failure = keep_failure;
   } else if (auto record_failure = record_baseline_outputs(context, lane, request, progress)) {
     facts.stage_failure = record_failure;
   } else {

@@ -149,13 +149,32 @@ Guardrails parse_guardrails(const json& object, const std::string& where) {
   return guardrails;
 }
 
+// A list of commands, each a non-empty list of strings.
+std::vector<std::vector<std::string>> parse_commands(const json& commands, const std::string& at) {
+  if (!commands.is_array()) fail(at, "must be a list of commands (each a list of strings)");
+  std::vector<std::vector<std::string>> parsed;
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    const json& command = commands[i];
+    const std::string item = at + "[" + std::to_string(i) + "]";
+    if (!command.is_array() || command.empty()) fail(item, "must be a non-empty list of strings");
+    std::vector<std::string> argv;
+    for (const auto& argument : command) {
+      if (!argument.is_string()) fail(item, "must be a list of strings");
+      argv.push_back(argument.get<std::string>());
+    }
+    parsed.push_back(std::move(argv));
+  }
+  return parsed;
+}
+
 }  // namespace
 
 Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
   reject_unknown_keys(object, where,
                       {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
-                       "objective", "min_improvement_percent", "repetitions", "guardrails", "mode"});
+                       "objective", "min_improvement_percent", "repetitions", "guardrails", "mode",
+                       "record_baseline_commands"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -172,6 +191,8 @@ Lane lane_from_json(const json& object, const std::string& where) {
     if (!guardrails->is_object()) fail(where + ".guardrails", "must be an object");
     lane.guardrails = parse_guardrails(*guardrails, where + ".guardrails");
   }
+  if (const json* commands = find(object, "record_baseline_commands"))
+    lane.record_baseline_commands = parse_commands(*commands, where + ".record_baseline_commands");
   return lane;
 }
 
@@ -224,21 +245,8 @@ Config parse_config(const json& document, const std::filesystem::path& path,
     reject_unknown_keys(*quantization, at, {"allowed"});
     config.quantization.allowed = read_bool(*quantization, "allowed", at, true);
   }
-  if (const json* commands = find(document, "record_baseline_commands")) {
-    const std::string at = where + ".record_baseline_commands";
-    if (!commands->is_array()) fail(at, "must be a list of commands (each a list of strings)");
-    for (std::size_t i = 0; i < commands->size(); ++i) {
-      const json& command = (*commands)[i];
-      const std::string item = at + "[" + std::to_string(i) + "]";
-      if (!command.is_array() || command.empty()) fail(item, "must be a non-empty list of strings");
-      std::vector<std::string> argv;
-      for (const auto& argument : command) {
-        if (!argument.is_string()) fail(item, "must be a list of strings");
-        argv.push_back(argument.get<std::string>());
-      }
-      config.record_baseline_commands.push_back(std::move(argv));
-    }
-  }
+  if (const json* commands = find(document, "record_baseline_commands"))
+    config.record_baseline_commands = parse_commands(*commands, where + ".record_baseline_commands");
 
   const json& lanes = read_object(document, "lanes", where);
   if (lanes.empty()) fail(where + ".lanes", "must define at least one lane");
@@ -294,6 +302,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"peak_memory_total_percent", lane.guardrails.peak_memory_total_percent},
         {"p95_counter", lane.guardrails.p95_counter},
         {"peak_memory_counter", lane.guardrails.peak_memory_counter}}},
+      {"record_baseline_commands", lane.record_baseline_commands},
   };
 }
 

@@ -57,6 +57,10 @@ struct Lane {
   double min_improvement_percent = 1.0;
   int repetitions = 9;  // interleaved runs per side in the performance gate (at least 9)
   Guardrails guardrails;
+  // When not empty, what `dit-ar baseline` runs to record the golden outputs for this lane
+  // instead of the config's record_baseline_commands (a lane gated by one gate set records
+  // that set only).
+  std::vector<std::vector<std::string>> record_baseline_commands;
 };
 
 // Wall-clock limits per stage, in seconds. A stage that runs past its limit has its whole

@@ -102,8 +102,10 @@ Decision decide(const RunFacts& facts) {
     std::vector<GateSignature> now = gate_signatures(facts.tests, facts.build_dir, facts.source_dir);
     std::set<GateSignature> before(facts.baseline_gates->begin(), facts.baseline_gates->end());
     std::set<GateSignature> after(now.begin(), now.end());
+    // After a quality failure the later presets' gates did not run: only what ran is compared.
     for (const auto& gate : before) {
-      if (!after.count(gate)) crash_reasons.push_back("gate test missing or changed since the baseline: " + gate.name);
+      if (!after.count(gate) && facts.skipped_presets.empty())
+        crash_reasons.push_back("gate test missing or changed since the baseline: " + gate.name);
     }
     for (const auto& gate : after) {
       if (!before.count(gate)) crash_reasons.push_back("gate test not in the baseline's set: " + gate.name);
@@ -129,8 +131,11 @@ Decision decide(const RunFacts& facts) {
         break;
     }
   }
+  if (!facts.skipped_presets.empty() && quality_failures.empty())
+    crash_reasons.push_back("test presets were skipped without a failing quality gate");
   std::optional<nlohmann::json> performance = performance_report(facts.gate_reports);
-  if (!performance) crash_reasons.push_back("the performance gate wrote no report (gates/performance.json)");
+  if (!performance && facts.skipped_presets.empty())
+    crash_reasons.push_back("the performance gate wrote no report (gates/performance.json)");
   // A failed perf test without a failing verdict did not judge: it broke.
   if (!performance_failures.empty() && performance && performance->value("passed", false)) {
     crash_reasons.push_back("a perf test failed although the performance gate passed: " + performance_failures.front());
@@ -146,6 +151,8 @@ Decision decide(const RunFacts& facts) {
   if (!quality_failures.empty()) {
     decision.status = Status::discard_quality;
     decision.reasons = quality_failures;
+    for (const auto& preset : facts.skipped_presets)
+      decision.reasons.push_back("not run after the quality failure: test preset " + preset);
     return decision;
   }
   if (!performance->value("passed", false)) {

@@ -39,6 +39,9 @@ struct RunFacts {
   std::optional<std::vector<GateSignature>> baseline_gates;  // absent while recording the baseline
   std::string build_dir;
   std::string source_dir;
+  // Test presets not run because a quality gate of an earlier preset had already failed (the
+  // candidate is discarded whatever they would say, so its performance is not measured).
+  std::vector<std::string> skipped_presets;
 };
 
 struct Decision {

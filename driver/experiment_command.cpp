@@ -166,6 +166,12 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   record.reasons = decision.reasons;
   record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
   fill_objective(record, facts.gate_reports);
+  if (record.status == Status::keep) {
+    // The next experiment's performance gate measures against this build; without the copy
+    // (reported, not fatal) prepare_best_build builds the kept tree instead.
+    if (auto keep_failure = keep_as_best_build(context, lane, head, context.root / lane.build_dir))
+      progress << "warning: " << *keep_failure << "\n";
+  }
   write_json_atomic(run_dir / "run.json", record.to_json());
 
   inflight["phase"] = "recording";

@@ -1,6 +1,7 @@
 // The stages of a run as child processes; a stage that fails or times out ends the run.
 #include "driver/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 
@@ -87,7 +88,22 @@ RunFacts run_commit(const RunRequest& request) {
     }
   }
   auto test_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config.timeouts.test);
+  auto quality_failed = [&] {
+    return std::any_of(facts.tests.begin(), facts.tests.end(), [](const TestResult& result) {
+      return result.outcome == TestOutcome::failed &&
+             (result.test.has_label("quality") || result.test.has_label("critical"));
+    });
+  };
   for (const auto& preset : lane.test_presets) {
+    // A failed quality gate already decides DISCARD-QUALITY: the later presets (the performance
+    // gate's interleaved runs, minutes on a GPU) would not change it.
+    if (quality_failed()) {
+      facts.skipped_presets.push_back(preset);
+      progress(request) << "  " << std::left << std::setw(22) << ("tests (" + preset + ")")
+                        << "skipped (a quality gate failed)\n"
+                        << std::flush;
+      continue;
+    }
     fs::path listing = request.run_dir / ("tests-" + preset + ".json");
     fs::path listing_log = request.run_dir / ("tests-" + preset + ".log");
     ProcessResult listed = run_stage(request, {"ctest", "--preset", preset, "--show-only=json-v1"}, listing_log,

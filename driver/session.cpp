@@ -130,6 +130,22 @@ std::optional<std::string> prepare_best_build(SessionContext& context, const Lan
   return std::nullopt;
 }
 
+std::optional<std::string> keep_as_best_build(SessionContext& context, const Lane& lane, const std::string& commit,
+                                              const fs::path& build_dir) {
+  const fs::path source = build_dir / lane.objective.benchmark;
+  const fs::path target = context.state.best_source_dir() / lane.build_dir / lane.objective.benchmark;
+  const fs::path marker = context.state.best_built_commit_file();
+  std::error_code error;
+  fs::remove(marker, error);  // no marker while the binary changes: a crash then rebuilds
+  const fs::path partial = target.string() + ".partial";
+  fs::create_directories(target.parent_path(), error);
+  if (!error) fs::copy_file(source, partial, fs::copy_options::overwrite_existing, error);
+  if (!error) fs::rename(partial, target, error);
+  if (error) return "keeping " + source.string() + " as the best build: " + error.message();
+  write_file_atomic(marker, commit + "\n");
+  return std::nullopt;
+}
+
 double effective_min_improvement(const nlohmann::json& session, const Lane& lane) {
   if (session.contains("baseline") && session["baseline"].contains("effective_min_improvement_percent")) {
     return session["baseline"]["effective_min_improvement_percent"].get<double>();

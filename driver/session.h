@@ -62,6 +62,14 @@ RunRequest session_run_request(const SessionContext& context, const Lane& lane, 
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
                                               RunRequest request);
 
+// Records the objective benchmark of `build_dir` (just built from `commit` and judged) as the
+// best commit's build, so that prepare_best_build has nothing to build for it. The performance
+// gate runs nothing of the best build but that binary, which links the engine statically: a
+// copy taken right after its commit was built is that commit's benchmark. Returns a failure
+// description on error (the next prepare_best_build then builds the tree as before).
+std::optional<std::string> keep_as_best_build(SessionContext& context, const Lane& lane, const std::string& commit,
+                                              const std::filesystem::path& build_dir);
+
 // The effective minimum improvement of the session's lane (raised by the A/A noise).
 double effective_min_improvement(const nlohmann::json& session, const Lane& lane);
 

@@ -277,6 +277,23 @@ TEST(Decision, QualityBeforePerformance) {
   EXPECT_EQ(decision.reasons, std::vector<std::string>{"median regressed 3%"});
 }
 
+TEST(Decision, PresetsSkippedAfterAQualityFailureDiscardForQuality) {
+  RunFacts facts = passing_run();
+  facts.tests[1].outcome = TestOutcome::failed;
+  facts.tests.pop_back();  // the performance preset did not run
+  facts.gate_reports.clear();
+  facts.skipped_presets = {"perf"};
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::discard_quality);
+  EXPECT_EQ(decision.reasons.back(), "not run after the quality failure: test preset perf");
+  // Skipping is only right after a quality failure; anything else in the run still crashes it.
+  facts.tests[1].outcome = TestOutcome::passed;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+  facts.tests[1].outcome = TestOutcome::failed;
+  facts.tests[0].outcome = TestOutcome::crashed;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
 TEST(Decision, UnitFailuresCrashesAndMissingReportsAreCrashes) {
   RunFacts facts = passing_run();
   facts.tests[0].outcome = TestOutcome::failed;
