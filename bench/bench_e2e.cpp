@@ -4,7 +4,8 @@
 // (latents, no decode) for the side-by-side table with PyTorch.
 //
 // What is timed is what is judged: the engine runs at the backend and precision of the GPU
-// quality gate set (<build>/quality/gate-sets.json, set "gpu"), with the weights seed, sampler,
+// quality gate set (<build>/quality/gate-sets.json, set "gpu" unless --gate-set names another,
+// such as the "session" set of the lane sized for a GPU-host lease), with the weights seed, sampler,
 // steps and guidance of one corpus case (the first 256 case of that set's corpus unless --case
 // names another). The first timed image of BM_E2E_Image/256 in a process is that case itself;
 // its label then carries `hash=<sha256> case=<id>`: the SHA-256 of the case's latent file as
@@ -52,6 +53,7 @@ using dit::bench::Option;
 
 const Option precision_option("precision", "override the quality gate set's precision (breaks the hash match)");
 const Option case_option("case", "corpus case whose settings and hash BM_E2E_Image/256 uses");
+const Option gate_set_option("gate-set", "quality gate set whose backend, precision and corpus are timed", "gpu");
 const Option steps_option("steps", "override the case's step count (quick runs; reports no hash)");
 
 struct Setup {
@@ -66,12 +68,13 @@ const Setup& setup() {
   static const Setup value = [] {
     Setup s;
     const std::vector<dit::quality::GateSet> sets = dit::quality::load_gate_sets(DIT_QUALITY_GATE_SETS);
-    const auto gpu = std::find_if(sets.begin(), sets.end(), [](const auto& set) { return set.name == "gpu"; });
-    if (gpu == sets.end()) {
+    const std::string& wanted = gate_set_option.value();
+    const auto found = std::find_if(sets.begin(), sets.end(), [&](const auto& set) { return set.name == wanted; });
+    if (found == sets.end()) {
       throw dit::Error(dit::ErrorKind::invalid_file,
-                       std::string(DIT_QUALITY_GATE_SETS) + " has no \"gpu\" gate set");
+                       std::string(DIT_QUALITY_GATE_SETS) + " has no \"" + wanted + "\" gate set");
     }
-    s.gate_set = *gpu;
+    s.gate_set = *found;
     const dit::quality::Corpus corpus = dit::quality::load_corpus(s.gate_set.corpus);
     if (case_option.given()) {
       s.reference_case = corpus.at(case_option.value());

@@ -145,6 +145,7 @@ namespace {
 struct Options {
   std::string case_id;
   std::string precision;
+  std::string gate_set = "gpu";
   int steps = 0;
   std::string out;
 };
@@ -213,8 +214,11 @@ int run(const Options& options) {
     return 2;
   }
   const std::vector<dit::quality::GateSet> sets = dit::quality::load_gate_sets(DIT_QUALITY_GATE_SETS);
-  const auto gpu_set = std::find_if(sets.begin(), sets.end(), [](const auto& s) { return s.name == "gpu"; });
-  if (gpu_set == sets.end()) throw dit::Error(dit::ErrorKind::invalid_file, "no \"gpu\" set in " DIT_QUALITY_GATE_SETS);
+  const auto gpu_set =
+      std::find_if(sets.begin(), sets.end(), [&](const auto& s) { return s.name == options.gate_set; });
+  if (gpu_set == sets.end())
+    throw dit::Error(dit::ErrorKind::invalid_file,
+                     "no \"" + options.gate_set + "\" set in " DIT_QUALITY_GATE_SETS);
   const dit::quality::Corpus corpus = dit::quality::load_corpus(gpu_set->corpus);
   const dit::quality::Case c = options.case_id.empty() ? corpus.cases.at(0) : corpus.at(options.case_id);
 
@@ -311,7 +315,8 @@ int run(const Options& options) {
 int main(int argc, char** argv) {
   CLI::App app("dit_profile: per-phase GPU times of one corpus image from the engine's NVTX ranges");
   Options options;
-  app.add_option("--case", options.case_id, "corpus case id (default: the GPU gate set corpus's first case)");
+  app.add_option("--gate-set", options.gate_set, "quality gate set whose corpus, backend and precision are used");
+  app.add_option("--case", options.case_id, "corpus case id (default: the gate set corpus's first case)");
   app.add_option("--precision", options.precision, "fp32, tf32, fp16 or bf16 (default: the GPU gate set's)");
   app.add_option("--steps", options.steps, "override the case's step count (e.g. 2 under ncu)");
   app.add_option("--out", options.out, "JSON output (default: $DIT_RUN_DIR/profile.json when set)");
