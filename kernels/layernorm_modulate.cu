@@ -1,6 +1,6 @@
 // CUDA LayerNorm + adaLN modulation (kernels/layernorm_modulate.h): one warp per row, four rows
-// per block, two-pass float32 mean and variance (no E[x^2] - E[x]^2 cancellation); with a 16-bit
-// output, rows of at most 1152 elements are read once into registers (kernels/layernorm_row.cuh).
+// per block, two-pass float32 mean and variance (no E[x^2] - E[x]^2 cancellation); rows of at
+// most 1152 elements are read once into registers (kernels/layernorm_row.cuh).
 #include "kernels/layernorm_modulate.h"
 
 #include <cuda_runtime.h>

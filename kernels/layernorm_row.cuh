@@ -20,10 +20,10 @@ namespace dit::cuda {
 
 constexpr int kRowRegisters = 36;  // elements per lane kept in registers: rows up to 1152
 
-// Which outputs take the register form: the 16-bit ones (the fp16 and bf16 paths, where it was
-// measured: knowledge/handbook/03_single_gpu/04_fusion.md). The float32 path keeps re-reading.
+// Which outputs take the register form: every one (the fp16 and bf16 paths, where it was
+// measured first, and the float32 path: knowledge/handbook/03_single_gpu/04_fusion.md).
 template <typename Out>
-constexpr bool kRegisterRows = !std::is_same_v<Out, float>;
+constexpr bool kRegisterRows = true;
 
 // Every lane of the warp calls it; `lane_sum` is this lane's sum of xr[lane], xr[lane + 32], ...
 // Writes o[d] = (xr[d] - mean) / sqrt(variance + eps) * (1 + sc[d]) + sh[d] for d < D.

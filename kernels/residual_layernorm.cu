@@ -1,7 +1,7 @@
 // CUDA gated residual + LayerNorm + modulation (kernels/residual_layernorm.h): one warp per
-// row, four rows per block. With a 16-bit output (kRegisterRows), rows of at most 1152 elements
-// stay in registers between the residual update and the two-pass statistics
-// (kernels/layernorm_row.cuh); other rows are written back and re-read. At DiT-XL/2 (512 rows
+// row, four rows per block. Rows of at most 1152 elements stay in registers between the
+// residual update and the two-pass statistics (kernels/layernorm_row.cuh); longer rows are
+// written back and re-read. At DiT-XL/2 (512 rows
 // of 1152 at batch 2) the register form reads each input once with every load of a lane in
 // flight together, where the loop that writes the row back and re-reads it leaves few loads in
 // flight per lane and is latency-bound (about 21 us per call on an H200, 40% of an fp16 forward
