@@ -4,8 +4,9 @@
 # (`. .deps/env.sh` restores the history from .bundle/), but runs on any checkout.
 #
 # Usage: tools/gpu-host/research-session.sh --tag TAG --experiments DIR
-#          [--lane LANE] [--out DIR] [--dit-ar PATH] [--config PATH]
+#          [--lane LANE] [--from REV] [--out DIR] [--dit-ar PATH] [--config PATH]
 #   --lane         objective lane of config/autoresearch.json (default a5500-e2e-256)
+#   --from         the commit the session branch starts from (default HEAD)
 #   --experiments  a folder of `git format-patch` files, each NN-name.patch with its
 #                  NN-name.json {"classification": ..., "description": ...}, taken in name
 #                  order; or, when DIR/experiments.json exists, that list of
@@ -13,7 +14,7 @@
 #   --out          where the packed results go (default ./session-out, or $OUT)
 #   --dit-ar       the driver binary (default: <lane build_dir>/driver/dit-ar, built if absent)
 #
-# Steps: branch autoresearch/TAG from HEAD, dit-ar doctor, init --lane, baseline; per
+# Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
 # summary --json and report. An experiment's DISCARD/CRASH/REJECTED (exit 3) or a patch that
 # does not apply is recorded and the session goes on; exit 2 (setup error) or a failed baseline
@@ -34,15 +35,17 @@ experiments=""
 out="${OUT:-}"
 dit_ar="${DIT_AR:-}"
 config=config/autoresearch.json
+from=HEAD
 while [ $# -gt 0 ]; do
   case "$1" in
     --lane) lane="$2"; shift 2 ;;
+    --from) from="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --experiments) experiments="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -154,7 +157,7 @@ run_step() {
 
 branch="autoresearch/$tag"
 git rev-parse -q --verify "refs/heads/$branch" >/dev/null && die "branch $branch exists; pick another --tag"
-git switch -q -c "$branch" || die "cannot create branch $branch"
+git switch -q -c "$branch" "$from" || die "cannot create branch $branch at $from"
 say "session $branch from $(git log -1 --format='%h %s'), lane $lane, $(wc -l <"$list") experiments"
 
 run_step doctor doctor

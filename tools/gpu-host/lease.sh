@@ -1,0 +1,171 @@
+#!/bin/bash
+# One unattended GPU-host lease: build, test, measure and run a research session in one
+# background sequence, so that the whole of it can outlast the host's per-command limit, and
+# follow it from short commands. From the checkout root, after .deps/ and .bundle/ are staged:
+#
+#   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--experiments DIR] [--tag TAG]
+#       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored)
+#   tools/gpu-host/lease.sh wait SECONDS
+#       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
+#       files); exits 0 when the sequence has finished, 3 while it is still running
+#
+# Stages (default: build,record,test,sbs,figures,session), each timed in .lease/stages.tsv:
+#   build     cmake --preset a5500 and a full build
+#   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
+#   test      ctest --preset a5500 -j 8 against it, JUnit ctest-a5500.xml
+#   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
+#   figures   bench_vae, one fp16 image (bench_e2e), dit_profile (fp16 image; the session
+#             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
+#   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
+#             host re-copies at every command) from --session-from, lane a5500-session-256
+# A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
+# except build, which stops it.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+work=$root/.lease
+
+pack() {
+  local out=${OUT:-$root/gpu-host-out}
+  mkdir -p "$out"
+  cp "$work/lease.log" "$work/stages.tsv" "$out/" 2>/dev/null
+  [ -f "$work/ctest-a5500.xml" ] && cp "$work/ctest-a5500.xml" "$out/"
+  [ -f "$work/ctest-a5500.log" ] && gzip -c "$work/ctest-a5500.log" >"$out/ctest-a5500.log.gz"
+  [ -d "$work/side-by-side" ] && tar -czf "$out/side-by-side.tgz" -C "$work" side-by-side
+  [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
+  [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
+  [ -d "$work/logs" ] && tar -czf "$out/logs.tgz" -C "$work" logs
+}
+
+case "${1:-}" in
+  start)
+    shift
+    mkdir -p "$work"
+    rm -f "$work/done"
+    setsid nohup bash "$0" run "$@" >"$work/lease.log" 2>&1 </dev/null &
+    echo "lease: started (process $!), log .lease/lease.log"
+    exit 0
+    ;;
+  wait)
+    deadline=$(( $(date +%s) + ${2:-540} ))
+    while [ ! -f "$work/done" ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 5; done
+    tail -n 25 "$work/lease.log"
+    pack
+    if [ -f "$work/done" ]; then echo "lease: finished"; exit 0; fi
+    echo "lease: still running"
+    exit 3
+    ;;
+  run) shift ;;
+  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
+
+stages=build,record,test,sbs,figures,session
+session_from=HEAD
+experiments=""
+tag=lease
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --stages) stages="$2"; shift 2 ;;
+    --session-from) session_from="$2"; shift 2 ;;
+    --experiments) experiments="$2"; shift 2 ;;
+    --tag) tag="$2"; shift 2 ;;
+    *) echo "lease: unknown argument $1"; touch "$work/done"; exit 2 ;;
+  esac
+done
+
+. .deps/env.sh
+export CCACHE_DISABLE=1
+build=build/a5500
+baseline=$root/$build/quality-baseline
+mkdir -p "$work/logs"
+printf 'stage\tstatus\tseconds\n' >"$work/stages.tsv"
+echo "lease: $(git log -1 --format='%h %s' 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+
+run_stage() {
+  local name=$1 start status
+  start=$(date +%s)
+  echo "== $name ($(date -u +%H:%M:%S))"
+  "stage_$name"
+  status=$?
+  printf '%s\t%s\t%s\n' "$name" "$([ $status -eq 0 ] && echo ok || echo "failed($status)")" \
+    "$(( $(date +%s) - start ))" >>"$work/stages.tsv"
+  echo "== $name: exit $status, $(( $(date +%s) - start )) s"
+  return $status
+}
+
+stage_build() {
+  { cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)"; } >"$work/logs/build.log" 2>&1 \
+    || { tail -40 "$work/logs/build.log"; return 1; }
+}
+
+stage_record() {
+  "$build/quality/dit-quality" baseline --gate-sets "$build/quality/gate-sets.json" --baseline-dir "$baseline" \
+    >"$work/logs/record.log" 2>&1 || { tail -20 "$work/logs/record.log"; return 1; }
+}
+
+stage_test() {
+  DIT_BASELINE_DIR=$baseline ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" \
+    >"$work/ctest-a5500.log" 2>&1
+  local status=$?
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$work/ctest-a5500.log" | tail -20
+  return $status
+}
+
+stage_sbs() {
+  PYTHONUNBUFFERED=1 bash bench/side_by_side.sh "$build" "$work/side-by-side" >"$work/logs/side-by-side.log" 2>&1
+  local status=$?
+  tail -12 "$work/logs/side-by-side.log"
+  return $status
+}
+
+stage_figures() {
+  local f=$work/figures status=0
+  mkdir -p "$f"
+  "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 || status=1
+  "$build/bench/bench_e2e" --precision=fp16 '--benchmark_filter=^BM_E2E_Image/256' --benchmark_repetitions=3 \
+    --benchmark_out="$f/bench_e2e_fp16.json" >"$f/bench_e2e_fp16.txt" 2>&1 || status=1
+  "$build/bench/dit_profile" --precision fp16 --out "$f/dit_profile_fp16.json" >"$f/dit_profile_fp16.txt" 2>&1 || status=1
+  "$build/bench/dit_profile" --gate-set session --out "$f/dit_profile_session_fp32.json" \
+    >"$f/dit_profile_session_fp32.txt" 2>&1 || status=1
+  local ncu_common=(--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --page raw
+                    --print-units base --print-kernel-base function)
+  ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b2.csv" "$build/bench/bench_forward" \
+    --precision=fp16 '--benchmark_filter=image:256/batch:2/' --benchmark_min_time=0.01 --benchmark_repetitions=1 \
+    >"$f/ncu_f16b2.out" 2>&1 || status=1
+  python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b2.csv" --marker patch_embed --json "$f/ncu_f16b2.json" \
+    >"$f/ncu_f16b2.txt" 2>&1 || status=1
+  ncu "${ncu_common[@]}" --launch-count 600 --log-file "$f/ncu_vae16.csv" "$build/bench/bench_vae" \
+    --precision=fp16 --benchmark_filter=image:256 --benchmark_min_time=0.01 --benchmark_repetitions=1 \
+    >"$f/ncu_vae16.out" 2>&1 || status=1
+  python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_vae16.csv" --marker vae_softmax --json "$f/ncu_vae16.json" \
+    >"$f/ncu_vae16.txt" 2>&1 || status=1
+  rm -f "$f"/*.csv
+  grep -hE "_median|_p95" "$f"/*.txt | cut -c1-120
+  head -4 "$f/ncu_f16b2.txt" "$f/ncu_vae16.txt"
+  return $status
+}
+
+stage_session() {
+  [ -n "$experiments" ] || { echo "no --experiments"; return 2; }
+  local clone=$root/.session/repo
+  rm -rf "$root/.session"
+  mkdir -p "$root/.session"
+  git clone -q "$root" "$clone" || return 1
+  cp -r "$root/.deps" "$clone/.deps"
+  git -C "$clone" config user.email research-session@localhost
+  git -C "$clone" config user.name research-session
+  local from
+  from=$(git rev-parse "$session_from") || return 1
+  cp "$build/driver/dit-ar" "$root/.session/dit-ar"
+  (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane a5500-session-256 \
+      --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar")
+}
+
+IFS=',' read -r -a wanted <<<"$stages"
+for stage in "${wanted[@]}"; do
+  run_stage "$stage"
+  status=$?
+  if [ "$stage" = build ] && [ $status -ne 0 ]; then break; fi
+done
+touch "$work/done"
+echo "lease: done"
