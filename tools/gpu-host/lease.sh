@@ -9,7 +9,7 @@
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
 #       files); exits 0 when the sequence has finished, 3 while it is still running
 #
-# Stages (default: build,record,test,sbs,figures,session), each timed in .lease/stages.tsv:
+# Stages (default: build,record,test,sbs,session,figures), each timed in .lease/stages.tsv:
 #   build     cmake --preset a5500 and a full build
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it, JUnit ctest-a5500.xml
@@ -59,7 +59,7 @@ case "${1:-}" in
   *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
 
-stages=build,record,test,sbs,figures,session
+stages=build,record,test,sbs,session,figures
 session_from=HEAD
 experiments=""
 tag=lease
