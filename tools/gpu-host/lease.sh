@@ -74,6 +74,16 @@ while [ $# -gt 0 ]; do
 done
 
 . .deps/env.sh
+# The host's copy of the tree can carry a .git of another commit (seen 2026-12-01: the session's
+# first commit, so every benchmark context said "<that commit>-dirty"): point it at the staged
+# bundle's HEAD, keeping the copied files.
+if [ -f .bundle/repo.bundle ]; then
+  bundle_head=$(git bundle list-heads .bundle/repo.bundle | awk '$2 == "HEAD" {print $1}')
+  if [ -n "$bundle_head" ] && [ "$(git rev-parse -q --verify HEAD 2>/dev/null)" != "$bundle_head" ]; then
+    git fetch -q --update-head-ok .bundle/repo.bundle 'refs/*:refs/*' && git reset -q --mixed "$bundle_head" \
+      && echo "lease: git history set to the bundle's HEAD $(git log -1 --format=%h)"
+  fi
+fi
 export CCACHE_DISABLE=1
 build=build/a5500
 baseline=$root/$build/quality-baseline
@@ -150,12 +160,13 @@ stage_session() {
   local clone=$root/.session/repo
   rm -rf "$root/.session"
   mkdir -p "$root/.session"
-  git clone -q "$root" "$clone" || return 1
+  # From the staged bundle: the host's own copy of the tree may carry a .git of another commit.
+  git clone -q "$root/.bundle/repo.bundle" "$clone" || return 1
   cp -r "$root/.deps" "$clone/.deps"
   git -C "$clone" config user.email research-session@localhost
   git -C "$clone" config user.name research-session
   local from
-  from=$(git rev-parse "$session_from") || return 1
+  from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
   (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane a5500-session-256 \
       --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar")
