@@ -20,9 +20,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/support/gpu_support.h"
 #include "kernels/cuda_check.h"
 #include "model/vae.h"
 #include "model/vae_cuda_conv.h"
@@ -32,13 +34,7 @@ namespace {
 
 using dit::cuda::ConvShape;
 
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t bytes) { DIT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 256))); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using dit::bench::DeviceBuffer;
 
 int pad8(int c) { return (c + 7) / 8 * 8; }
 
@@ -98,13 +94,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write every figure here");
   CLI11_PARSE(app, argc, argv);
   try {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    const std::optional<std::string> gpu = dit::bench::first_gpu_name();
+    if (!gpu) {
       std::fprintf(stderr, "conv_candidates: no GPU\n");
       return 2;
     }
-    cudaDeviceProp prop{};
-    DIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     cudnnHandle_t handle = nullptr;
     DIT_CUDNN_CHECK(cudnnCreate(&handle));
     cudaStream_t stream = nullptr;
@@ -115,7 +109,7 @@ int main(int argc, char** argv) {
     DIT_CUDA_CHECK(cudaEventCreate(&stop));
     constexpr size_t kWorkspace = dit::cuda::kConvWorkspaceLimit;
     DeviceBuffer workspace(kWorkspace);
-    nlohmann::json document{{"gpu", prop.name}, {"cudnn", cudnnGetVersion()}, {"shapes", nlohmann::json::array()}};
+    nlohmann::json document{{"gpu", *gpu}, {"cudnn", cudnnGetVersion()}, {"shapes", nlohmann::json::array()}};
     std::printf("%-5s %5s %4s %4s %2s %4s %5s  %-30s %9s  %-36s %9s  %9s\n", "prec", "image", "in", "out", "k", "HW",
                 "count", "engine algorithm", "engine_us", "fastest deterministic", "fast_us", "any_us");
     for (const std::string& precision_text : precisions) {
@@ -128,16 +122,16 @@ int main(int argc, char** argv) {
           const size_t pixels = size_t(shape.N) * shape.H * shape.W;
           DeviceBuffer in(pixels * shape.in_channels * element), out(pixels * shape.out_channels * element);
           DeviceBuffer weight(size_t(shape.out_channels) * shape.kernel * shape.kernel * shape.in_channels * element);
-          DIT_CUDA_CHECK(cudaMemset(in.p, 0x11, pixels * shape.in_channels * element));
-          DIT_CUDA_CHECK(cudaMemset(weight.p, 0x11,
+          DIT_CUDA_CHECK(cudaMemset(in.get(), 0x11, pixels * shape.in_channels * element));
+          DIT_CUDA_CHECK(cudaMemset(weight.get(), 0x11,
                                     size_t(shape.out_channels) * shape.kernel * shape.kernel * shape.in_channels * element));
           // The engine's choice, timed as it runs.
           dit::cuda::CudnnConv engine(handle, shape, precision);
           std::vector<float> times;
-          engine.run(in.p, weight.p, out.p, false, workspace.p);
+          engine.run(in.get(), weight.get(), out.get(), false, workspace.get());
           for (int r = 0; r < runs; ++r) {
             DIT_CUDA_CHECK(cudaEventRecord(start, stream));
-            engine.run(in.p, weight.p, out.p, false, workspace.p);
+            engine.run(in.get(), weight.get(), out.get(), false, workspace.get());
             DIT_CUDA_CHECK(cudaEventRecord(stop, stream));
             DIT_CUDA_CHECK(cudaEventSynchronize(stop));
             float ms = 0;
@@ -169,8 +163,8 @@ int main(int argc, char** argv) {
           std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT * 2);
           int returned = 0;
           DIT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-              handle, in_desc, in.p, filter, weight.p, conv, out_desc, out.p, static_cast<int>(perf.size()), &returned,
-              perf.data(), workspace.p, kWorkspace));
+              handle, in_desc, in.get(), filter, weight.get(), conv, out_desc, out.get(), static_cast<int>(perf.size()), &returned,
+              perf.data(), workspace.get(), kWorkspace));
           nlohmann::json rows = nlohmann::json::array();
           double fastest_det = -1, fastest_any = -1;
           std::string fastest_name = "none";

@@ -23,9 +23,11 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "bench/support/gpu_support.h"
 #include "kernels/cuda_check.h"
 
 namespace {
@@ -56,13 +58,7 @@ struct Config {
 size_t type_bytes(cudaDataType_t t) { return t == CUDA_R_32F ? 4 : 2; }
 const char* type_name(cudaDataType_t t) { return t == CUDA_R_32F ? "f32" : t == CUDA_R_16F ? "f16" : "bf16"; }
 
-struct DeviceBuffer {
-  void* p = nullptr;
-  explicit DeviceBuffer(size_t bytes) { DIT_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 256))); }
-  ~DeviceBuffer() { cudaFree(p); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-};
+using dit::bench::DeviceBuffer;
 
 void fill_random(void* device, size_t count, cudaDataType_t type, uint64_t seed) {
   std::mt19937_64 generator(seed);
@@ -106,9 +102,9 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
                      void* flush, cudaStream_t stream) {
   DeviceBuffer in(size_t(c.M) * c.K * type_bytes(c.operands)), weight(size_t(c.N) * c.K * type_bytes(c.operands));
   DeviceBuffer out(size_t(c.M) * c.N * type_bytes(c.output)), bias(size_t(c.N) * type_bytes(c.output));
-  fill_random(in.p, size_t(c.M) * c.K, c.operands, 1);
-  fill_random(weight.p, size_t(c.N) * c.K, c.operands, 2);
-  fill_random(bias.p, c.N, c.output, 3);
+  fill_random(in.get(), size_t(c.M) * c.K, c.operands, 1);
+  fill_random(weight.get(), size_t(c.N) * c.K, c.operands, 2);
+  fill_random(bias.get(), c.N, c.output, 3);
 
   cublasLtMatmulDesc_t desc = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, c.compute, CUDA_R_32F));
@@ -116,7 +112,9 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &c.epilogue, sizeof c.epilogue));
-  DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias.p, sizeof bias.p));
+  const void* bias_pointer = bias.get();
+  DIT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
   cublasLtMatrixLayout_t w_layout = nullptr, in_layout = nullptr, out_layout = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&w_layout, c.operands, c.K, c.N, c.K));
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&in_layout, c.operands, c.K, c.M, c.K));
@@ -140,8 +138,8 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
   for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
     const cublasLtMatmulAlgo_t& algo = results[i].algo;
     auto call = [&] {
-      return cublasLtMatmul(handle, desc, &alpha, weight.p, w_layout, in.p, in_layout, &beta, out.p, out_layout,
-                            out.p, out_layout, &algo, workspace, kWorkspaceBytes, stream);
+      return cublasLtMatmul(handle, desc, &alpha, weight.get(), w_layout, in.get(), in_layout, &beta, out.get(), out_layout,
+                            out.get(), out_layout, &algo, workspace, kWorkspaceBytes, stream);
     };
     nlohmann::json row = describe(algo);
     row["rank"] = i;
@@ -243,23 +241,21 @@ int main(int argc, char** argv) {
   app.add_option("--json", json_path, "write every figure here");
   CLI11_PARSE(app, argc, argv);
   try {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    const std::optional<std::string> gpu = dit::bench::first_gpu_name();
+    if (!gpu) {
       std::fprintf(stderr, "gemm_candidates: no GPU\n");
       return 2;
     }
-    cudaDeviceProp prop{};
-    DIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     cublasLtHandle_t handle = nullptr;
     DIT_CUBLAS_CHECK(cublasLtCreate(&handle));
     cudaStream_t stream = nullptr;
     DIT_CUDA_CHECK(cudaStreamCreate(&stream));
     DeviceBuffer workspace(kWorkspaceBytes), flush(kFlushBytes);
-    nlohmann::json document{{"gpu", prop.name}, {"cublaslt", cublasLtGetVersion()}, {"shapes", nlohmann::json::array()}};
+    nlohmann::json document{{"gpu", *gpu}, {"cublaslt", cublasLtGetVersion()}, {"shapes", nlohmann::json::array()}};
     std::printf("%-5s %6s %5s %5s  %-40s %9s %9s %4s  %s\n", "layer", "M", "N", "K", "config", "pick_us", "best_us",
                 "rank", "best: id/tile/stages/splitk/swizzle");
     for (const Config& c : configs(parse_ints(tokens), precisions)) {
-      nlohmann::json entry = probe(handle, c, candidates, runs, workspace.p, flush.p, stream);
+      nlohmann::json entry = probe(handle, c, candidates, runs, workspace.get(), flush.get(), stream);
       const auto& rows = entry["candidates"];
       double pick = -1, best = -1;
       int best_rank = -1;

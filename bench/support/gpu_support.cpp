@@ -197,6 +197,18 @@ L2Flusher::L2Flusher() {
 
 L2Flusher::~L2Flusher() { cudaFree(buffer_); }
 
+DeviceBuffer::DeviceBuffer(size_t bytes) { DIT_BENCH_CUDA(cudaMalloc(&pointer_, std::max<size_t>(bytes, 256))); }
+
+DeviceBuffer::~DeviceBuffer() { cudaFree(pointer_); }
+
+std::optional<std::string> first_gpu_name() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) return std::nullopt;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return std::nullopt;
+  return std::string(prop.name);
+}
+
 void L2Flusher::flush(cudaStream_t stream) {
   // A different byte each pass, so no write can be elided as a no-op.
   DIT_BENCH_CUDA(cudaMemsetAsync(buffer_, ++pass_ & 0xff, bytes_, stream));

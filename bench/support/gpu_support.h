@@ -80,6 +80,22 @@ class L2Flusher {
   int pass_ = 0;
 };
 
+// A device allocation (at least 256 bytes) freed with its owner, for the research tools.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return pointer_; }
+
+ private:
+  void* pointer_ = nullptr;
+};
+
+// The name of device 0, or nothing when the runtime sees no GPU.
+std::optional<std::string> first_gpu_name();
+
 // Throws dit::Error(device) naming the call when a CUDA runtime call fails.
 void check(cudaError_t status, const char* call, const char* file, int line);
 
