@@ -239,7 +239,12 @@ int main(int argc, char** argv) {
   app.add_option("--candidates", candidates, "heuristic results to ask for")->check(CLI::Range(1, 128));
   app.add_option("--runs", runs, "timed calls per candidate (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "write every figure here");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);
+    return code == 0 ? 0 : 2;  // a bad argument is a setup error
+  }
   try {
     const std::optional<std::string> gpu = dit::bench::first_gpu_name();
     if (!gpu) {
