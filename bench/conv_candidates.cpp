@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/support/gpu_support.h"
+#include "bench/support/tool_arguments.h"
 #include "kernels/cuda_check.h"
 #include "model/vae.h"
 #include "model/vae_cuda_conv.h"
@@ -92,12 +93,7 @@ int main(int argc, char** argv) {
   app.add_option("--precisions", precisions, "fp16, bf16, fp32")->delimiter(',');
   app.add_option("--runs", runs, "timed runs of the engine's algorithm (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "write every figure here");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;  // a bad argument is a setup error
-  }
+  if (const auto code = dit::bench::parse_tool_arguments(app, argc, argv)) return *code;
   try {
     const std::optional<std::string> gpu = dit::bench::first_gpu_name();
     if (!gpu) {

@@ -37,6 +37,7 @@
 
 #include "bench/support/engine_setup.h"
 #include "bench/support/gpu_support.h"
+#include "bench/support/tool_arguments.h"
 #include "model/pipeline.h"
 #include "quality/corpus.h"
 #include "quality/gate_sets.h"
@@ -320,12 +321,7 @@ int main(int argc, char** argv) {
   app.add_option("--precision", options.precision, "fp32, tf32, fp16 or bf16 (default: the GPU gate set's)");
   app.add_option("--steps", options.steps, "override the case's step count (e.g. 2 under ncu)");
   app.add_option("--out", options.out, "JSON output (default: $DIT_RUN_DIR/profile.json when set)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;  // a bad argument is a setup error
-  }
+  if (const auto code = dit::bench::parse_tool_arguments(app, argc, argv)) return *code;
   try {
     return run(options);
   } catch (const dit::Error& error) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/support/gpu_support.h"
+#include "bench/support/tool_arguments.h"
 #include "kernels/cuda_check.h"
 
 namespace {
@@ -239,12 +240,7 @@ int main(int argc, char** argv) {
   app.add_option("--candidates", candidates, "heuristic results to ask for")->check(CLI::Range(1, 128));
   app.add_option("--runs", runs, "timed calls per candidate (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "write every figure here");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = app.exit(error);
-    return code == 0 ? 0 : 2;  // a bad argument is a setup error
-  }
+  if (const auto code = dit::bench::parse_tool_arguments(app, argc, argv)) return *code;
   try {
     const std::optional<std::string> gpu = dit::bench::first_gpu_name();
     if (!gpu) {
