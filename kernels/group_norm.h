@@ -26,8 +26,9 @@ namespace dit::cuda {
 size_t group_norm_workspace_floats(int N, int64_t P, int groups);
 
 // As dit::cpu::group_norm on device memory: x and out [N, P, C] in `dtype`, gamma and beta [C]
-// float32, `workspace` group_norm_workspace_floats(N, P, groups) floats. float32 statistics in
-// two passes (mean, then centred squares) with a fixed reduction order: bit-reproducible.
+// float32, `workspace` group_norm_workspace_floats(N, P, groups) floats. float32 statistics per
+// chunk of pixels in two passes over it (sum, then squares about the chunk's mean), combined in
+// float64 in a fixed order: bit-reproducible.
 // C % groups == 0 and C <= 1536 required. In place allowed.
 void group_norm(const void* x, const float* gamma, const float* beta, void* out,
                 DeviceDtype dtype, int N, int64_t P, int C, int groups, float eps, bool silu,
