@@ -1,12 +1,20 @@
 // The CUDA VAE decoder (model/vae_cuda.h). The graph is the CPU reference's (model/vae_cpu.cpp);
 // tensors are channels last, [N, H, W, C]. The latent (4) and RGB (3) channel counts are padded
 // to 8 with zero weights so every convolution has tensor-core-friendly channels.
+//
+// The first decode of a (batch, latent size) runs eagerly (cuDNN and cuBLASLt load their kernels)
+// and is then captured as a CUDA Graph; later decodes of that shape upload the latents and replay
+// it: about 210 launches, most of them cuDNN calls with tens of microseconds of host work each,
+// become one. The replay runs the same kernels on the same buffers, so it gives the same bytes.
+// DIT_CUDA_GRAPHS=0 keeps every decode eager, as it does for the DiT (model/cuda_model.cu).
 #include "model/vae_cuda.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -117,18 +125,26 @@ class WeightStaging {
   std::vector<uint16_t> narrowed_;  // 16-bit images of the tensor being added
 };
 
+struct GraphExecDestroy {
+  void operator()(cudaGraphExec_t graph) const { cudaGraphExecDestroy(graph); }  // cannot fail for a valid graph
+};
+
 // Device buffers and library plans for one (batch, latent size).
 struct Plan {
   int N = 0, S = 0;
+  int image_size = 0;  // S times 2 per upsampler
   std::map<ConvShape, std::unique_ptr<CudnnConv>> convs;
   int attention_chunk = 1;  // images per scores product
   std::optional<LtMatmul> qkv, scores, mix, out;
   cuda::DeviceArena arena;
-  void *x = nullptr, *a = nullptr, *b = nullptr;  // activations, each the largest [N, H, W, C]
+  void* buffers[3] = {};  // activations, each the largest [N, H, W, C]
+  void *x = nullptr, *a = nullptr, *b = nullptr;  // the roles of the three buffers as a decode runs
   void *qkv_buffer = nullptr, *scores_buffer = nullptr;
   void *conv_workspace = nullptr, *gemm_workspace = nullptr;
   float* norm_workspace = nullptr;
   size_t conv_workspace_bytes = 0;
+  std::unique_ptr<CUgraphExec_st, GraphExecDestroy> graph;  // the captured decode, once there is one
+  const void* graph_image = nullptr;                         // where the graph leaves the image
 };
 
 class CudaVaeDecoder final : public VaeDecoder {
@@ -172,8 +188,30 @@ class CudaVaeDecoder final : public VaeDecoder {
       plan_ = make_plan(N, S);
     }
     Plan& plan = *plan_;
-    upload_latents(z, plan.a);
+    upload_latents(z, latent_buffer(plan));
+    if (plan.graph) {
+      DIT_CUDA_CHECK(cudaGraphLaunch(plan.graph.get(), stream_));
+      return download_image(plan.graph_image, N, plan.image_size);
+    }
+    const void* image = run_decoder();
+    const Tensor out = download_image(image, N, plan.image_size);
+    if (use_graphs_) capture_decoder();
+    return out;
+  }
 
+ private:
+  // The latents go to the buffer the decode starts from (run_decoder resets the roles).
+  static void* latent_buffer(const Plan& plan) { return plan.buffers[1]; }
+
+  // Enqueues one decode of the latents in latent_buffer(); returns where the image will be. It
+  // starts from the same buffer roles every time, so that a captured decode and an eager one
+  // use the same addresses.
+  const void* run_decoder() {
+    Plan& plan = *plan_;
+    plan.x = plan.buffers[0];
+    plan.a = plan.buffers[1];
+    plan.b = plan.buffers[2];
+    const int N = plan.N, S = plan.S;
     conv(post_quant_, plan.a, plan.b, S, false);
     conv(conv_in_, plan.b, plan.x, S, false);
     int size = S;
@@ -190,10 +228,39 @@ class CudaVaeDecoder final : public VaeDecoder {
     }
     norm(norm_out_, plan.x, plan.a, size, layout_.bottom_channels, true);
     conv(conv_out_, plan.a, plan.b, size, false);
-    return download_image(plan.b, N, size);
+    return plan.b;
   }
 
- private:
+  // Captures run_decoder() into the plan's graph. A capture that fails leaves this decoder eager,
+  // with a warning (the decode itself has already succeeded).
+  void capture_decoder() {
+    Plan& plan = *plan_;
+    cudaGraph_t graph = nullptr;
+    try {
+      DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      const void* image = nullptr;
+      try {
+        image = run_decoder();
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &graph);  // ends the capture; the error in flight is the one to report
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      DIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      cudaGraphExec_t exec = nullptr;
+      const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);
+      DIT_CUDA_CHECK(instantiated);
+      plan.graph.reset(exec);
+      plan.graph_image = image;
+    } catch (const Error& error) {
+      cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
+      use_graphs_ = false;
+      std::fprintf(stderr, "dit: the VAE decode could not be captured as a CUDA Graph; it runs eagerly (%s)\n",
+                   error.what());
+    }
+  }
+
   template <typename T = void>
   T* device(size_t offset) const {
     return reinterpret_cast<T*>(static_cast<std::byte*>(weights_base_) + offset);
@@ -301,6 +368,7 @@ class CudaVaeDecoder final : public VaeDecoder {
     for (int d = 1; d <= N; ++d)
       if (N % d == 0 && d * P * P <= kScoresBudgetElements) chunk = d;
     plan->attention_chunk = chunk;
+    plan->image_size = final_size;
     const int pixels = static_cast<int>(N * P);
     plan->qkv.emplace(cublas_, MatmulShape{.transpose_a = true, .m = 3 * C, .n = pixels, .k = C, .lda = C, .ldb = C,
                                            .ldd = 3 * C, .bias = true},
@@ -323,9 +391,7 @@ class CudaVaeDecoder final : public VaeDecoder {
     const size_t norm_floats = cuda::group_norm_workspace_floats(N, static_cast<int64_t>(final_size) * final_size,
                                                                  config_.norm_num_groups);
     auto carve = [&](auto& arena) {
-      plan->x = arena.take(activation_elements * element);
-      plan->a = arena.take(activation_elements * element);
-      plan->b = arena.take(activation_elements * element);
+      for (void*& buffer : plan->buffers) buffer = arena.take(activation_elements * element);
       plan->qkv_buffer = arena.take(static_cast<size_t>(pixels) * 3 * C * element);
       plan->scores_buffer = arena.take(static_cast<size_t>(chunk) * P * P * element);
       plan->conv_workspace = arena.take(std::max<size_t>(plan->conv_workspace_bytes, 1));
@@ -415,20 +481,31 @@ class CudaVaeDecoder final : public VaeDecoder {
     DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     Tensor out({N, C, size, size});
     const int64_t pixels = static_cast<int64_t>(size) * size;
-    for (int n = 0; n < N; ++n)
-      for (int64_t p = 0; p < pixels; ++p)
-        for (int c = 0; c < C; ++c) {
-          const size_t index = (static_cast<size_t>(n) * pixels + p) * C_pad + c;
-          float value;
-          if (dtype_ == DeviceDtype::f32) {
-            std::memcpy(&value, bytes.data() + 4 * index, 4);
-          } else {
-            uint16_t bits;
-            std::memcpy(&bits, bytes.data() + 2 * index, 2);
-            value = dtype_ == DeviceDtype::f16 ? f16_bits_to_float(bits) : bf16_bits_to_float(bits);
-          }
-          out.data[(static_cast<size_t>(n) * C + c) * pixels + p] = value;
+    // NHWC (channels padded) to NCHW, one loop per storage type.
+    auto convert = [&](auto read) {
+      for (int n = 0; n < N; ++n)
+        for (int64_t p = 0; p < pixels; ++p) {
+          const size_t from = (static_cast<size_t>(n) * pixels + p) * C_pad;
+          float* to = out.data.data() + static_cast<size_t>(n) * C * pixels + p;
+          for (int c = 0; c < C; ++c) to[c * pixels] = read(from + c);
         }
+    };
+    const std::byte* raw = bytes.data();
+    auto bits16 = [raw](size_t index) {
+      uint16_t bits;
+      std::memcpy(&bits, raw + 2 * index, 2);
+      return bits;
+    };
+    if (dtype_ == DeviceDtype::f32)
+      convert([raw](size_t index) {
+        float value;
+        std::memcpy(&value, raw + 4 * index, 4);
+        return value;
+      });
+    else if (dtype_ == DeviceDtype::f16)
+      convert([&](size_t index) { return f16_bits_to_float(bits16(index)); });
+    else
+      convert([&](size_t index) { return bf16_bits_to_float(bits16(index)); });
     return out;
   }
 
@@ -441,6 +518,7 @@ class CudaVaeDecoder final : public VaeDecoder {
   vae::DecoderLayout layout_;
   Precision precision_;
   DeviceDtype dtype_;
+  bool use_graphs_ = !(std::getenv("DIT_CUDA_GRAPHS") && std::string(std::getenv("DIT_CUDA_GRAPHS")) == "0");
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cublasLtHandle_t cublas_ = nullptr;

@@ -1,5 +1,6 @@
 // The cuDNN VAE decoder: the vae_tiny vectors at every precision, agreement with the CPU
-// reference on a deeper decoder (four blocks, shortcuts, a batch), run-to-run identical bits.
+// reference on a deeper decoder (four blocks, shortcuts, a batch), run-to-run identical bits
+// (eager decodes, graph replays and fresh decoders alike).
 #include <gtest/gtest.h>
 
 #include "model/error.h"
@@ -68,10 +69,18 @@ TEST(VaeCuda, IdenticalBitsAcrossCallsShapesAndDecoders) {
     auto decoder = make_vae_decoder(Backend::cuda, config, weights, precision);
     const Tensor a = decoder->decode(z);
     const Tensor single = decoder->decode(first_image);  // a new plan for a new shape
-    const Tensor b = decoder->decode(z);
+    const Tensor b = decoder->decode(z);         // the first plan again: eager, then captured
+    const Tensor replayed = decoder->decode(z);  // the captured graph (unless DIT_CUDA_GRAPHS=0)
+    Tensor other = z;
+    other.data = test::random_normal(other.data.size(), 7);
+    const Tensor replayed_other = decoder->decode(other);  // the graph reads the new latents
     const Tensor c = make_vae_decoder(Backend::cuda, config, weights, precision)->decode(z);
+    const Tensor eager_other = make_vae_decoder(Backend::cuda, config, weights, precision)->decode(other);
     EXPECT_EQ(a.data, b.data) << precision_name(precision);
+    EXPECT_EQ(a.data, replayed.data) << precision_name(precision);
     EXPECT_EQ(a.data, c.data) << precision_name(precision);
+    EXPECT_EQ(replayed_other.data, eager_other.data) << precision_name(precision);
+    EXPECT_NE(replayed_other.data, replayed.data) << precision_name(precision);
     ASSERT_EQ(single.shape, (std::vector<int64_t>{1, 3, 64, 64}));
     const std::vector<float> a_first(a.data.begin(), a.data.begin() + single.data.size());
     const auto cmp = test::compare(single.data, a_first);
