@@ -16,6 +16,7 @@
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
 #   figures   bench_vae, one fp16 image (bench_e2e), dit_profile (fp16 image; the session
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
+#             at 256 and 512 (LEASE_FIGURES picks a subset)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from, lane a5500-session-256
 # A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
@@ -128,30 +129,48 @@ stage_sbs() {
   return $status
 }
 
+# The parts of `figures` to run: LEASE_FIGURES, a comma list of vae, e2e, profile, ncu-forward
+# and ncu-vae (default: all of them).
 stage_figures() {
-  local f=$work/figures status=0
+  local f=$work/figures status=0 parts=",${LEASE_FIGURES:-vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
-  "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 || status=1
-  "$build/bench/bench_e2e" --precision=fp16 '--benchmark_filter=^BM_E2E_Image/256' --benchmark_repetitions=3 \
-    --benchmark_out="$f/bench_e2e_fp16.json" >"$f/bench_e2e_fp16.txt" 2>&1 || status=1
-  "$build/bench/dit_profile" --precision fp16 --out "$f/dit_profile_fp16.json" >"$f/dit_profile_fp16.txt" 2>&1 || status=1
-  "$build/bench/dit_profile" --gate-set session --out "$f/dit_profile_session_fp32.json" \
-    >"$f/dit_profile_session_fp32.txt" 2>&1 || status=1
+  want() { [[ $parts == *",$1,"* ]]; }
+  if want vae; then
+    "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 \
+      || status=1
+  fi
+  if want e2e; then
+    "$build/bench/bench_e2e" --precision=fp16 '--benchmark_filter=^BM_E2E_Image/256' --benchmark_repetitions=3 \
+      --benchmark_out="$f/bench_e2e_fp16.json" >"$f/bench_e2e_fp16.txt" 2>&1 || status=1
+  fi
+  if want profile; then
+    "$build/bench/dit_profile" --precision fp16 --out "$f/dit_profile_fp16.json" >"$f/dit_profile_fp16.txt" 2>&1 \
+      || status=1
+    "$build/bench/dit_profile" --gate-set session --out "$f/dit_profile_session_fp32.json" \
+      >"$f/dit_profile_session_fp32.txt" 2>&1 || status=1
+  fi
   local ncu_common=(--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --page raw
                     --print-units base --print-kernel-base function)
-  ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b2.csv" "$build/bench/bench_forward" \
-    --precision=fp16 '--benchmark_filter=image:256/batch:2/' --benchmark_min_time=0.01 --benchmark_repetitions=1 \
-    >"$f/ncu_f16b2.out" 2>&1 || status=1
-  python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b2.csv" --marker patch_embed --json "$f/ncu_f16b2.json" \
-    >"$f/ncu_f16b2.txt" 2>&1 || status=1
-  ncu "${ncu_common[@]}" --launch-count 600 --log-file "$f/ncu_vae16.csv" "$build/bench/bench_vae" \
-    --precision=fp16 --benchmark_filter=image:256 --benchmark_min_time=0.01 --benchmark_repetitions=1 \
-    >"$f/ncu_vae16.out" 2>&1 || status=1
-  python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_vae16.csv" --marker vae_softmax --json "$f/ncu_vae16.json" \
-    >"$f/ncu_vae16.txt" 2>&1 || status=1
+  if want ncu-forward; then
+    ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b2.csv" "$build/bench/bench_forward" \
+      --precision=fp16 '--benchmark_filter=image:256/batch:2/' --benchmark_min_time=0.01 --benchmark_repetitions=1 \
+      >"$f/ncu_f16b2.out" 2>&1 || status=1
+    python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b2.csv" --marker patch_embed --json "$f/ncu_f16b2.json" \
+      >"$f/ncu_f16b2.txt" 2>&1 || status=1
+  fi
+  if want ncu-vae; then
+    local size
+    for size in 256 512; do
+      ncu "${ncu_common[@]}" --launch-count 600 --log-file "$f/ncu_vae16_$size.csv" "$build/bench/bench_vae" \
+        --precision=fp16 --benchmark_filter=image:$size --benchmark_min_time=0.01 --benchmark_repetitions=1 \
+        >"$f/ncu_vae16_$size.out" 2>&1 || status=1
+      python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_vae16_$size.csv" --marker vae_softmax \
+        --json "$f/ncu_vae16_$size.json" >"$f/ncu_vae16_$size.txt" 2>&1 || status=1
+    done
+  fi
   rm -f "$f"/*.csv
   grep -hE "_median|_p95" "$f"/*.txt | cut -c1-120
-  head -4 "$f/ncu_f16b2.txt" "$f/ncu_vae16.txt"
+  head -4 "$f"/ncu_*.txt 2>/dev/null
   return $status
 }
 
