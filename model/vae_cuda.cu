@@ -23,6 +23,7 @@
 #include "kernels/group_norm.h"
 #include "kernels/upsample.h"
 #include "kernels/vae_bias.h"
+#include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
 #include "model/device_arena.h"
 #include "model/error.h"
@@ -142,9 +143,9 @@ struct Plan {
   void *qkv_buffer = nullptr, *scores_buffer = nullptr;
   void *conv_workspace = nullptr, *gemm_workspace = nullptr;
   float* norm_workspace = nullptr;
+  float* image = nullptr;  // [N, 3, H, W] float32, what decode returns
   size_t conv_workspace_bytes = 0;
   std::unique_ptr<CUgraphExec_st, GraphExecDestroy> graph;  // the captured decode, once there is one
-  const void* graph_image = nullptr;                         // where the graph leaves the image
 };
 
 class CudaVaeDecoder final : public VaeDecoder {
@@ -191,11 +192,11 @@ class CudaVaeDecoder final : public VaeDecoder {
     upload_latents(z, latent_buffer(plan));
     if (plan.graph) {
       DIT_CUDA_CHECK(cudaGraphLaunch(plan.graph.get(), stream_));
-      return download_image(plan.graph_image, N, plan.image_size);
+    } else {
+      run_decoder();
     }
-    const void* image = run_decoder();
-    const Tensor out = download_image(image, N, plan.image_size);
-    if (use_graphs_) capture_decoder();
+    Tensor out = download_image(plan);
+    if (!plan.graph && use_graphs_) capture_decoder();
     return out;
   }
 
@@ -203,10 +204,10 @@ class CudaVaeDecoder final : public VaeDecoder {
   // The latents go to the buffer the decode starts from (run_decoder resets the roles).
   static void* latent_buffer(const Plan& plan) { return plan.buffers[1]; }
 
-  // Enqueues one decode of the latents in latent_buffer(); returns where the image will be. It
-  // starts from the same buffer roles every time, so that a captured decode and an eager one
-  // use the same addresses.
-  const void* run_decoder() {
+  // Enqueues one decode of the latents in latent_buffer() into plan.image. It starts from the
+  // same buffer roles every time, so that a captured decode and an eager one use the same
+  // addresses.
+  void run_decoder() {
     Plan& plan = *plan_;
     plan.x = plan.buffers[0];
     plan.a = plan.buffers[1];
@@ -228,7 +229,8 @@ class CudaVaeDecoder final : public VaeDecoder {
     }
     norm(norm_out_, plan.x, plan.a, size, layout_.bottom_channels, true);
     conv(conv_out_, plan.a, plan.b, size, false);
-    return plan.b;
+    cuda::channels_last_to_planar(plan.b, dtype_, plan.image, N, static_cast<int64_t>(size) * size,
+                                  conv_out_.out_channels, layout_.out_channels, stream_);
   }
 
   // Captures run_decoder() into the plan's graph. A capture that fails leaves this decoder eager,
@@ -238,9 +240,8 @@ class CudaVaeDecoder final : public VaeDecoder {
     cudaGraph_t graph = nullptr;
     try {
       DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      const void* image = nullptr;
       try {
-        image = run_decoder();
+        run_decoder();
       } catch (...) {
         cudaStreamEndCapture(stream_, &graph);  // ends the capture; the error in flight is the one to report
         if (graph) cudaGraphDestroy(graph);
@@ -252,7 +253,6 @@ class CudaVaeDecoder final : public VaeDecoder {
       cudaGraphDestroy(graph);
       DIT_CUDA_CHECK(instantiated);
       plan.graph.reset(exec);
-      plan.graph_image = image;
     } catch (const Error& error) {
       cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
       use_graphs_ = false;
@@ -390,6 +390,7 @@ class CudaVaeDecoder final : public VaeDecoder {
     const size_t element = cuda::dtype_bytes(dtype_);
     const size_t norm_floats = cuda::group_norm_workspace_floats(N, static_cast<int64_t>(final_size) * final_size,
                                                                  config_.norm_num_groups);
+    const size_t image_floats = static_cast<size_t>(N) * layout_.out_channels * final_size * final_size;
     auto carve = [&](auto& arena) {
       for (void*& buffer : plan->buffers) buffer = arena.take(activation_elements * element);
       plan->qkv_buffer = arena.take(static_cast<size_t>(pixels) * 3 * C * element);
@@ -397,6 +398,7 @@ class CudaVaeDecoder final : public VaeDecoder {
       plan->conv_workspace = arena.take(std::max<size_t>(plan->conv_workspace_bytes, 1));
       plan->gemm_workspace = arena.take(LtMatmul::kWorkspaceBytes);
       plan->norm_workspace = static_cast<float*>(arena.take(norm_floats * sizeof(float)));
+      plan->image = static_cast<float*>(arena.take(image_floats * sizeof(float)));
     };
     cuda::ArenaSizer sizer;
     carve(sizer);
@@ -473,39 +475,12 @@ class CudaVaeDecoder final : public VaeDecoder {
                                    stream_));
   }
 
-  Tensor download_image(const void* source, int N, int size) {
-    const int C_pad = padded(layout_.out_channels), C = layout_.out_channels;
-    const size_t count = static_cast<size_t>(N) * size * size * C_pad;
-    std::vector<std::byte> bytes(count * cuda::dtype_bytes(dtype_));
-    DIT_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), source, bytes.size(), cudaMemcpyDeviceToHost, stream_));
+  // The planar float32 image of the decode just enqueued, copied straight into the result.
+  Tensor download_image(const Plan& plan) {
+    Tensor out({plan.N, layout_.out_channels, plan.image_size, plan.image_size});
+    DIT_CUDA_CHECK(cudaMemcpyAsync(out.data.data(), plan.image, out.data.size() * sizeof(float),
+                                   cudaMemcpyDeviceToHost, stream_));
     DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    Tensor out({N, C, size, size});
-    const int64_t pixels = static_cast<int64_t>(size) * size;
-    // NHWC (channels padded) to NCHW, one loop per storage type.
-    auto convert = [&](auto read) {
-      for (int n = 0; n < N; ++n)
-        for (int64_t p = 0; p < pixels; ++p) {
-          const size_t from = (static_cast<size_t>(n) * pixels + p) * C_pad;
-          float* to = out.data.data() + static_cast<size_t>(n) * C * pixels + p;
-          for (int c = 0; c < C; ++c) to[c * pixels] = read(from + c);
-        }
-    };
-    const std::byte* raw = bytes.data();
-    auto bits16 = [raw](size_t index) {
-      uint16_t bits;
-      std::memcpy(&bits, raw + 2 * index, 2);
-      return bits;
-    };
-    if (dtype_ == DeviceDtype::f32)
-      convert([raw](size_t index) {
-        float value;
-        std::memcpy(&value, raw + 4 * index, 4);
-        return value;
-      });
-    else if (dtype_ == DeviceDtype::f16)
-      convert([&](size_t index) { return f16_bits_to_float(bits16(index)); });
-    else
-      convert([&](size_t index) { return bf16_bits_to_float(bits16(index)); });
     return out;
   }
 

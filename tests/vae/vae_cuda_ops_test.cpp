@@ -1,6 +1,7 @@
-// The VAE's CUDA kernels (GroupNorm+SiLU, nearest 2x upsampling, row softmax) against their CPU
-// references: one table-driven case per shape and dtype, fresh random inputs each run (the seed
-// is printed on failure), outputs poisoned first, normwise error under a per-dtype bound.
+// The VAE's CUDA kernels (GroupNorm+SiLU, nearest 2x upsampling, bias, row softmax, the planar
+// image) against their CPU references: one table-driven case per shape and dtype, fresh random
+// inputs each run (the seed is printed on failure), outputs poisoned first, normwise error under
+// a per-dtype bound (exact equality for the pure data movements).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,6 +9,7 @@
 #include "kernels/group_norm.h"
 #include "kernels/upsample.h"
 #include "kernels/vae_bias.h"
+#include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
 #include "tests/support/test_support.h"
 #include "tests/vae/device_buffer.h"
@@ -203,6 +205,50 @@ INSTANTIATE_TEST_SUITE_P(Vae, SoftmaxKernel,
                            return "r" + std::to_string(c.R) + "_l" + std::to_string(c.L) + "_s" +
                                   std::to_string(static_cast<int>(c.scale)) + "_" + cuda::dtype_name(c.dtype);
                          });
+
+// ---------------------------------------------------------------------------------------------
+// Channels-last to planar float32 image
+
+struct ImageCase {
+  int N;
+  int64_t P;
+  int C_stride, C;
+  DeviceDtype dtype;
+};
+
+class PlanarImageKernel : public testing::TestWithParam<ImageCase> {};
+
+TEST_P(PlanarImageKernel, WidensExactly) {
+  const ImageCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const std::vector<float> x = rounded_input(static_cast<size_t>(c.N) * c.P * c.C_stride, seed, c.dtype, 1.0f);
+  std::vector<float> ref(static_cast<size_t>(c.N) * c.C * c.P);
+  cpu::channels_last_to_planar(x.data(), ref.data(), c.N, c.P, c.C_stride, c.C);
+  test::DeviceBuffer in(x, c.dtype), out(ref.size(), DeviceDtype::f32);
+  out.poison();
+  cuda::channels_last_to_planar(in.get(), c.dtype, static_cast<float*>(out.get()), c.N, c.P, c.C_stride, c.C, nullptr);
+  EXPECT_EQ(out.download(), ref) << "seed " << seed;
+}
+
+INSTANTIATE_TEST_SUITE_P(Vae, PlanarImageKernel,
+                         testing::Values(ImageCase{1, 65536, 8, 3, DeviceDtype::f16},
+                                         ImageCase{2, 100, 8, 3, DeviceDtype::f32},
+                                         ImageCase{3, 17, 5, 5, DeviceDtype::bf16},
+                                         ImageCase{2, 4096, 8, 3, DeviceDtype::bf16},
+                                         ImageCase{1, 33, 4, 1, DeviceDtype::f32}),
+                         [](const auto& info) {
+                           const ImageCase& c = info.param;
+                           return "n" + std::to_string(c.N) + "_p" + std::to_string(c.P) + "_s" +
+                                  std::to_string(c.C_stride) + "_c" + std::to_string(c.C) + "_" +
+                                  cuda::dtype_name(c.dtype);
+                         });
+
+TEST(PlanarImageKernel, RejectsBadChannelsAndOverlap) {
+  test::DeviceBuffer buffer(1024, DeviceDtype::f32);
+  auto* base = static_cast<float*>(buffer.get());
+  EXPECT_THROW(cuda::channels_last_to_planar(base, DeviceDtype::f32, base + 512, 1, 16, 4, 5, nullptr), Error);
+  EXPECT_THROW(cuda::channels_last_to_planar(base, DeviceDtype::f32, base + 8, 1, 16, 8, 3, nullptr), Error);
+}
 
 }  // namespace
 }  // namespace dit
