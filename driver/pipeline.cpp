@@ -21,8 +21,15 @@ std::ostream& progress(const RunRequest& request) {
   return request.progress ? *request.progress : null_stream;
 }
 
+// A stage's name padded into the progress lines' first column, with at least two spaces after it
+// (tools/gpu-host/research-session.sh reads the lines back).
+std::string stage_column(const std::string& stage) {
+  constexpr size_t kWidth = 28;
+  return "  " + stage + std::string(stage.size() + 2 > kWidth ? 2 : kWidth - stage.size(), ' ');
+}
+
 void report_stage(const RunRequest& request, const std::string& stage, const ProcessResult& result) {
-  progress(request) << "  " << std::left << std::setw(22) << stage << (result.succeeded() ? "ok    " : "FAILED ")
+  progress(request) << stage_column(stage) << (result.succeeded() ? "ok    " : "FAILED ")
                     << std::fixed << std::setprecision(1) << result.seconds << " s"
                     << (result.succeeded() ? "" : "  (" + result.describe() + ")") << "\n"
                     << std::flush;
@@ -99,8 +106,7 @@ RunFacts run_commit(const RunRequest& request) {
     // gate's interleaved runs, minutes on a GPU) would not change it.
     if (quality_failed()) {
       facts.skipped_presets.push_back(preset);
-      progress(request) << "  " << std::left << std::setw(22) << ("tests (" + preset + ")")
-                        << "skipped (a quality gate failed)\n"
+      progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n"
                         << std::flush;
       continue;
     }

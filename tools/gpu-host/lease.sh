@@ -14,7 +14,8 @@
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it, JUnit ctest-a5500.xml
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
-#   figures   bench_vae, one fp16 image (bench_e2e), dit_profile (fp16 image; the session
+#   figures   bench_forward (fp16: 256 b2 and b64, 512 b2), bench_vae, one fp16 image
+#             (bench_e2e), dit_profile (fp16 image; the session
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
 #             at 256 and 512 (LEASE_FIGURES picks a subset)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
@@ -129,12 +130,16 @@ stage_sbs() {
   return $status
 }
 
-# The parts of `figures` to run: LEASE_FIGURES, a comma list of vae, e2e, profile, ncu-forward
-# and ncu-vae (default: all of them).
+# The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
+# ncu-forward and ncu-vae (default: all of them).
 stage_figures() {
-  local f=$work/figures status=0 parts=",${LEASE_FIGURES:-vae,e2e,profile,ncu-forward,ncu-vae},"
+  local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
   want() { [[ $parts == *",$1,"* ]]; }
+  if want forward; then
+    "$build/bench/bench_forward" --precision=fp16 '--benchmark_filter=^BM_Forward/image:(256/batch:(2|64)|512/batch:2)/' \
+      --benchmark_repetitions=5 --benchmark_out="$f/bench_forward.json" >"$f/bench_forward.txt" 2>&1 || status=1
+  fi
   if want vae; then
     "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 \
       || status=1

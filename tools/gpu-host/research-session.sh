@@ -134,9 +134,12 @@ ar() { "$tool_dir/dit-ar" "$@" --config "$config"; }
 timing="$out/timing.tsv"
 printf 'step\tname\tcommit\tstatus\texit_code\tapply_s\tdriver_s\ttotal_s\tstages\n' >"$timing"
 
-# The driver's stage lines ("  build                 ok    12.3 s") as name=seconds;...
+# The driver's stage lines ("  build                 ok    12.3 s") as name=seconds;... (a
+# preset skipped after a failed quality gate as name=skipped)
 stages_of() {
-  sed -nE 's/^  ([a-z][a-zA-Z0-9 _.:()-]*[a-zA-Z0-9)])  +(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' "$1" | tr ' ' '_' | paste -sd';' -
+  # (Drivers before 2026-12-01 left no space after a name of 22 characters or more.)
+  sed -nE -e 's/^  ([a-z][a-zA-Z0-9 _.:()-]*[a-zA-Z0-9)]) *(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' \
+    -e 's/^  (tests \([^)]*\)) *skipped.*/\1=skipped/p' "$1" | tr ' ' '_' | paste -sd';' -
 }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 last_status() { tail -n 1 "$state_dir/results.tsv" 2>/dev/null | cut -f6; }
