@@ -6,15 +6,6 @@
 // padded to 80 (five k16 steps) in shared memory with zero columns; rows are padded by 8 halves
 // so ldmatrix's eight 16-byte rows fall on distinct banks.
 //
-// Sequences of at most 512 keys (8 tiles) split the keys of a block over two groups of four
-// warps: the same 64 query rows, alternate key tiles, one combine at the end. At T = 256 each
-// warp then walks 2 tiles instead of 4; one call took 14 us on an H200 unsplit, latency-bound
-// with 128 blocks of 4 warps (bench/results/h200-2026-12-01-40082a8/ncu_f16b2.txt). To keep two
-// such blocks on an sm_86 SM (the A5500 would otherwise run 128 blocks in two waves on its 80
-// SMs) the split form keeps no Q tile: its Q fragments come from global memory into registers,
-// so K and V of both groups take 45 KB, and it is held to 128 registers a thread. The split is
-// chosen by the sequence length alone, so a row's result never depends on the batch beside it.
-//
 // FlashAttention-2 (Dao, 2023): S = Q K^T and O += P V on mma.sync with float32 accumulators, the
 // online softmax in registers (running max and sum per row, in the log2 domain), P re-packed from
 // the S accumulators as the A operand of P V, the row sums reduced across the quad only at the end.
@@ -36,9 +27,8 @@ namespace dit::cuda {
 
 constexpr int kFlashRows = 64;      // query rows per block
 constexpr int kFlashKeys = 64;      // keys per step
-constexpr int kFlashWarps = 4;      // 16 query rows each, per key group
+constexpr int kFlashWarps = 4;      // 16 query rows each
 constexpr int kFlashThreads = kFlashWarps * 32;
-constexpr int kSplitMaxKeyTiles = 8;  // sequences of at most 512 keys split them over two groups
 
 template <int kHeadDim>
 struct FlashShape {
@@ -48,16 +38,10 @@ struct FlashShape {
   static constexpr int k_steps = padded / 16;
   static constexpr int d_tiles = padded / 8;                // n8 tiles of the output (even)
   static constexpr int tile_elements = kFlashRows * stride;
-  // Tiles in shared memory: Q, K and V with one key group; K and V per group with two (whose Q
-  // fragments come straight from global memory).
-  static constexpr int tiles(int split) { return split == 1 ? 3 : 2 * split; }
-  static constexpr size_t shared_bytes(int split) { return tiles(split) * tile_elements * 2; }
+  static constexpr size_t shared_bytes = 3 * tile_elements * 2;  // Q, K, V in 16-bit elements
   static_assert(kFlashRows == kFlashKeys, "one loader serves Q, K and V tiles");
   static_assert(d_tiles % 2 == 0, "ldmatrix.x4 loads output tiles in pairs");
-  static_assert(shared_bytes(1) <= 48 * 1024 && shared_bytes(2) <= 48 * 1024,
-                "within the default dynamic shared memory limit (two blocks per sm_86 SM)");
-  // The two-group combine exchanges each thread's accumulators and row statistics.
-  static_assert((d_tiles * 4 + 4) * kFlashThreads * 4 <= shared_bytes(2), "the exchange fits");
+  static_assert(shared_bytes <= 48 * 1024, "within the default dynamic shared memory limit");
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -121,14 +105,12 @@ __device__ __forceinline__ unsigned pack2(float low, float high) {
   return bits;
 }
 
-// One 64-row tile of one part (q, k or v) of one head into shared memory, rows past n zeroed,
-// by `threads` threads of which this is `thread`. `part` points at token 0 of this part and head;
-// rows are `token_stride` elements apart.
+// One 64-row tile of one part (q, k or v) of one head into shared memory, rows past n zeroed.
+// `part` points at token 0 of this part and head; rows are `token_stride` elements apart.
 template <int kHeadDim, typename T>
-__device__ __forceinline__ void load_tile(T* tile, const T* part, int start, int n, size_t token_stride, int thread,
-                                          int threads) {
+__device__ __forceinline__ void load_tile(T* tile, const T* part, int start, int n, size_t token_stride) {
   using Shape = FlashShape<kHeadDim>;
-  for (int c = thread; c < kFlashRows * Shape::chunks; c += threads) {
+  for (int c = threadIdx.x; c < kFlashRows * Shape::chunks; c += kFlashThreads) {
     const int row = c / Shape::chunks, chunk = c % Shape::chunks;
     const int token = start + row;
     const bool valid = token < n;
@@ -137,57 +119,22 @@ __device__ __forceinline__ void load_tile(T* tile, const T* part, int start, int
   }
 }
 
-// This warp's Q fragments (the A operands of S = Q K^T, m16n8k16 layout: registers 0 to 3 hold
-// rows r and r + 8 at columns c, c + 1 and c + 8, c + 9) read straight from global memory: rows
-// past n and the padding columns [hd, padded) are zeros.
-template <int kHeadDim, typename T>
-__device__ __forceinline__ void load_q_fragments(unsigned (&fragments)[FlashShape<kHeadDim>::k_steps][4],
-                                                 const T* q_part, int first_row, int n, size_t token_stride,
-                                                 int lane) {
-  const int group = lane / 4, quad_lane = lane % 4;
-  for (int kk = 0; kk < FlashShape<kHeadDim>::k_steps; ++kk)
-    for (int i = 0; i < 4; ++i) {
-      const int row = first_row + group + (i % 2) * 8, column = kk * 16 + quad_lane * 2 + (i / 2) * 8;
-      // 4-byte aligned: qkv is 16-byte aligned, and token_stride, the head's offset and column are even.
-      fragments[kk][i] = row < n && column < kHeadDim
-                             ? *reinterpret_cast<const unsigned*>(q_part + static_cast<size_t>(row) * token_stride + column)
-                             : 0u;
-    }
-}
-
-// Synchronises the 128 threads of one key group: the whole block when there is one group, else
-// named barrier 1 + group (barrier 0 is __syncthreads'), so that groups with different numbers of
-// key tiles never wait for each other.
-template <int kSplit>
-__device__ __forceinline__ void group_sync(int group) {
-  if constexpr (kSplit == 1)
-    __syncthreads();
-  else
-    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + group), "r"(kFlashThreads));
-}
-
 // ---------------------------------------------------------------------------------------------
 // Kernel
 
-// grid (ceil(N / 64), H, B), 128 * kSplit threads; dynamic shared memory
-// FlashShape::shared_bytes(kSplit). With kSplit == 2 the block's two key groups of four warps take
-// the same 64 query rows over alternate key tiles (group g: tiles g, g + 2, ...), each with its
-// own K and V buffers, and combine their partial results at the end: half the sequential tile
-// steps per block, for short sequences whose few blocks leave SMs idle (DiT-XL/2 at 256: 128
-// blocks, 4 key tiles).
-template <int kHeadDim, typename T, int kSplit>
-static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4 : 2)
+// grid (ceil(N / 64), H, B), 128 threads; dynamic shared memory FlashShape::shared_bytes.
+template <int kHeadDim, typename T>
+static __global__ void __launch_bounds__(kFlashThreads)
     attention_flash_kernel(const T* __restrict__ qkv,  // [B, N, 3, H, hd]
                            T* __restrict__ out,        // [B, N, H, hd]
                            int N, int H, float scale_log2) {
   using Shape = FlashShape<kHeadDim>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
-  const int key_group = threadIdx.x / kFlashThreads, group_thread = threadIdx.x % kFlashThreads;
-  T* q_tile = reinterpret_cast<T*>(shared_raw);  // with one key group only
-  T* k_tile = q_tile + (kSplit == 1 ? 1 : 2 * key_group) * Shape::tile_elements;
+  T* q_tile = reinterpret_cast<T*>(shared_raw);
+  T* k_tile = q_tile + Shape::tile_elements;
   T* v_tile = k_tile + Shape::tile_elements;
 
-  const int warp = group_thread / 32, lane = threadIdx.x % 32;  // warp within the key group
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int group = lane / 4, quad_lane = lane % 4;  // mma fragment coordinates
   const int q_start = blockIdx.x * kFlashRows, head = blockIdx.y, b = blockIdx.z;
   const size_t token_stride = static_cast<size_t>(3) * H * kHeadDim;
@@ -198,18 +145,18 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
   // Zero the padding columns [hd, padded) once: cp.async never writes them, and Q K^T reads them.
   if constexpr (Shape::padded > kHeadDim) {
     constexpr int pad = Shape::padded - kHeadDim;
-    for (int i = threadIdx.x; i < Shape::tiles(kSplit) * kFlashRows * pad; i += kFlashThreads * kSplit) {
-      const int row = i / pad, column = kHeadDim + i % pad;  // row over all the tiles
+    for (int i = threadIdx.x; i < 3 * kFlashRows * pad; i += kFlashThreads) {
+      const int row = i / pad, column = kHeadDim + i % pad;  // row over the three tiles
       q_tile[row * Shape::stride + column] = T(0.0f);
     }
   }
 
   const int key_tiles = (N + kFlashKeys - 1) / kFlashKeys;
-  if constexpr (kSplit == 1) load_tile<kHeadDim>(q_tile, q_part, q_start, N, token_stride, threadIdx.x, kFlashThreads);
-  load_tile<kHeadDim>(k_tile, k_part, key_group * kFlashKeys, N, token_stride, group_thread, kFlashThreads);
-  cp_async_commit();  // group: Q, K of the first tile
-  load_tile<kHeadDim>(v_tile, v_part, key_group * kFlashKeys, N, token_stride, group_thread, kFlashThreads);
-  cp_async_commit();  // group: V of the first tile
+  load_tile<kHeadDim>(q_tile, q_part, q_start, N, token_stride);
+  load_tile<kHeadDim>(k_tile, k_part, 0, N, token_stride);
+  cp_async_commit();  // group: Q, K_0
+  load_tile<kHeadDim>(v_tile, v_part, 0, N, token_stride);
+  cp_async_commit();  // group: V_0
 
   unsigned q_fragments[Shape::k_steps][4];
   float o[Shape::d_tiles][4];
@@ -217,22 +164,13 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
   float row_max[2] = {-INFINITY, -INFINITY};  // rows group and group + 8, log2 domain
   float row_sum[2] = {0.0f, 0.0f};            // this thread's share of the row sums
 
-  if constexpr (kSplit == 1) {
-    cp_async_wait<1>();  // Q and the first K tile have landed; V may still be in flight
-    __syncthreads();
-    for (int kk = 0; kk < Shape::k_steps; ++kk)
-      ldmatrix_x4(q_fragments[kk], q_tile + (warp * 16 + lane % 16) * Shape::stride + kk * 16 + (lane / 16) * 8);
-  } else {
-    load_q_fragments<kHeadDim>(q_fragments, q_part, q_start + warp * 16, N, token_stride, lane);
-    cp_async_wait<1>();  // the first K tile has landed; V may still be in flight
-    __syncthreads();     // and the padding columns are zero
-  }
-
-  for (int tile = key_group; tile < key_tiles; tile += kSplit) {
+  for (int tile = 0; tile < key_tiles; ++tile) {
     const int key_start = tile * kFlashKeys;
-    if (tile != key_group) {
-      cp_async_wait<1>();  // K_tile has landed; V_tile may still be in flight
-      group_sync<kSplit>(key_group);
+    cp_async_wait<1>();  // Q and K_tile have landed; V_tile may still be in flight
+    __syncthreads();
+    if (tile == 0) {
+      for (int kk = 0; kk < Shape::k_steps; ++kk)
+        ldmatrix_x4(q_fragments[kk], q_tile + (warp * 16 + lane % 16) * Shape::stride + kk * 16 + (lane / 16) * 8);
     }
 
     // S = Q K^T for this warp's 16 rows and the tile's 64 keys: 8 n8 tiles.
@@ -247,11 +185,10 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
         mma_16816<T>(s[nt], q_fragments[kk], k_fragments[0], k_fragments[1]);
         mma_16816<T>(s[nt + 1], q_fragments[kk], k_fragments[2], k_fragments[3]);
       }
-    group_sync<kSplit>(key_group);  // every warp of the group is done with k_tile
-    const bool prefetch = tile + kSplit < key_tiles;
+    __syncthreads();  // every warp is done with k_tile
+    const bool prefetch = tile + 1 < key_tiles;
     if (prefetch) {
-      load_tile<kHeadDim>(k_tile, k_part, key_start + kSplit * kFlashKeys, N, token_stride, group_thread,
-                          kFlashThreads);
+      load_tile<kHeadDim>(k_tile, k_part, key_start + kFlashKeys, N, token_stride);
       cp_async_commit();
     }
 
@@ -285,10 +222,10 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
       }
 
     if (prefetch)
-      cp_async_wait<1>();  // V_tile has landed; the next K tile may still be in flight
+      cp_async_wait<1>();  // V_tile has landed; K_{tile+1} may still be in flight
     else
       cp_async_wait<0>();
-    group_sync<kSplit>(key_group);
+    __syncthreads();
 
     // O += P V: P (16 x 64 keys) from the S accumulators, V (64 keys x padded) via ldmatrix.trans.
     for (int kj = 0; kj < kFlashKeys / 16; ++kj) {
@@ -304,42 +241,10 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
         mma_16816<T>(o[dt + 1], p, v_fragments[2], v_fragments[3]);
       }
     }
-    group_sync<kSplit>(key_group);  // every warp of the group is done with v_tile
+    __syncthreads();  // every warp is done with v_tile
     if (prefetch) {
-      load_tile<kHeadDim>(v_tile, v_part, key_start + kSplit * kFlashKeys, N, token_stride, group_thread,
-                          kFlashThreads);
+      load_tile<kHeadDim>(v_tile, v_part, key_start + kFlashKeys, N, token_stride);
       cp_async_commit();
-    }
-  }
-
-  if constexpr (kSplit == 2) {
-    // Group 1 hands its accumulators and row statistics to group 0 through shared memory, thread
-    // for thread (the same warp and lane hold the same rows and columns in both groups); group 0
-    // rescales both to the larger running maximum and adds them. A group without tiles (N <= 64)
-    // hands over a maximum of -inf, whose weight exp2(-inf) is 0.
-    constexpr int kValues = Shape::d_tiles * 4 + 4;
-    float* exchange = reinterpret_cast<float*>(shared_raw);  // [kValues][kFlashThreads]
-    cp_async_wait<0>();  // a group without tiles still has its first K and V loads in flight
-    __syncthreads();     // every group is done with its tiles: the buffers may be overwritten
-    if (key_group == 1) {
-      for (int dt = 0; dt < Shape::d_tiles; ++dt)
-        for (int e = 0; e < 4; ++e) exchange[(dt * 4 + e) * kFlashThreads + group_thread] = o[dt][e];
-      for (int r = 0; r < 2; ++r) {
-        exchange[(Shape::d_tiles * 4 + r) * kFlashThreads + group_thread] = row_max[r];
-        exchange[(Shape::d_tiles * 4 + 2 + r) * kFlashThreads + group_thread] = row_sum[r];
-      }
-    }
-    __syncthreads();
-    if (key_group == 1) return;
-    for (int r = 0; r < 2; ++r) {
-      const float other_max = exchange[(Shape::d_tiles * 4 + r) * kFlashThreads + group_thread];
-      const float other_sum = exchange[(Shape::d_tiles * 4 + 2 + r) * kFlashThreads + group_thread];
-      const float new_max = fmaxf(row_max[r], other_max);  // finite: group 0 always has tile 0
-      const float mine = exp2f(row_max[r] - new_max), theirs = exp2f(other_max - new_max);
-      row_sum[r] = row_sum[r] * mine + other_sum * theirs;
-      for (int dt = 0; dt < Shape::d_tiles; ++dt)
-        for (int e = 2 * r; e < 2 * r + 2; ++e)
-          o[dt][e] = o[dt][e] * mine + exchange[(dt * 4 + e) * kFlashThreads + group_thread] * theirs;
     }
   }
 
@@ -365,20 +270,12 @@ static __global__ void __launch_bounds__(kFlashThreads * kSplit, kSplit == 1 ? 4
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-// Two key groups for sequences of at most kSplitMaxKeyTiles tiles: chosen by the sequence length
-// alone, never by the batch or the GPU, so that a row's result does not depend on how many rows
-// run beside it (one GPU or two give the same bits).
 template <int kHeadDim, typename T>
 static void launch_attention_flash(const T* qkv, T* out, int B, int N, int H, cudaStream_t stream) {
   using Shape = FlashShape<kHeadDim>;
   const dim3 grid((N + kFlashRows - 1) / kFlashRows, H, B);
   const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(kHeadDim)));
-  if ((N + kFlashKeys - 1) / kFlashKeys <= kSplitMaxKeyTiles)
-    attention_flash_kernel<kHeadDim, T, 2><<<grid, 2 * kFlashThreads, Shape::shared_bytes(2), stream>>>(qkv, out, N, H,
-                                                                                                      scale_log2);
-  else
-    attention_flash_kernel<kHeadDim, T, 1><<<grid, kFlashThreads, Shape::shared_bytes(1), stream>>>(qkv, out, N, H,
-                                                                                                  scale_log2);
+  attention_flash_kernel<kHeadDim, T><<<grid, kFlashThreads, Shape::shared_bytes, stream>>>(qkv, out, N, H, scale_log2);
   DIT_LAUNCH_CHECK();
 }
 
