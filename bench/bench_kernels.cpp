@@ -421,7 +421,29 @@ void add_vae_kernels(DeviceDtype dtype) {
   add(std::string("vae_softmax/r1024_l1024_") + suffix(dtype), std::move(softmax));
 }
 
+// Every flash attention form on the transformer's shapes (batch 2 and 64 at 256, batch 2 at 512):
+// the measurements behind attention_flash_default_form.
+void add_attention_forms() {
+  struct Shape { int batch, T; };
+  for (const Shape& shape : {Shape{2, 256}, Shape{64, 256}, Shape{2, 1024}})
+    for (const dit::cuda::FlashForm form : dit::cuda::attention_flash_forms()) {
+      KernelCase c;
+      const size_t tokens = static_cast<size_t>(shape.batch) * shape.T;
+      c.inputs = {{tokens * 3 * kHidden, DeviceDtype::f16}};
+      c.outputs = {{tokens * kHidden, DeviceDtype::f16}};
+      c.flops = 4.0 * shape.batch * kHeads * static_cast<double>(shape.T) * shape.T * kHeadDim;
+      c.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+        dit::cuda::attention_flash(b.in(set, 0), b.out(0), DeviceDtype::f16, shape.batch, shape.T, kHeads, kHeadDim,
+                                   form, stream);
+      };
+      add("attention_form/" + dit::cuda::flash_form_name(form) + "/b" + std::to_string(shape.batch) + "_t" +
+              std::to_string(shape.T) + "_h16_d72_fp16",
+          std::move(c));
+    }
+}
+
 const bool registered = [] {
+  add_attention_forms();
   add_conditioning_kernels();
   for (int image_size : {256, 512}) {
     add_float_kernels(image_size);
