@@ -1,6 +1,7 @@
 // gemm_candidates: every cuBLASLt algorithm the heuristic offers for the linear layers of
 // DiT-XL/2, timed one by one, beside the one the engine takes (the heuristic's first, as in
-// model/cublaslt_gemm.cu). A research tool, not a benchmark: it answers "is the heuristic's pick
+// model/cublaslt_gemm.cu); for proj and fc2 also the gated residual folded into the epilogue
+// (a per-column alpha vector per batch entry, beta 1, in place), which the engine does not use. A research tool, not a benchmark: it answers "is the heuristic's pick
 // the fast one at this shape on this GPU, and what does the fast one look like" (tile, stages,
 // split-K, swizzle), which a deterministic per-shape choice can then encode. The engine never
 // times algorithms at startup.
@@ -53,6 +54,12 @@ struct Config {
   cudaDataType_t operands = CUDA_R_16F, output = CUDA_R_16F;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  // gated: out = out + gate (.) (in W^T + bias) per batch entry, in place: the gated residual in
+  // the epilogue (batches strided batches of M / batches rows, a per-column alpha vector and a
+  // per-column bias for each, beta 1), where the engine now writes in W^T + bias for a separate
+  // kernel to gate and add.
+  bool gated = false;
+  int batches = 1;
   std::string label;
 };
 
@@ -101,11 +108,15 @@ constexpr size_t kFlushBytes = 256u << 20;
 
 nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, int runs, void* workspace,
                      void* flush, cudaStream_t stream) {
+  const int batch_rows = c.M / c.batches;
   DeviceBuffer in(size_t(c.M) * c.K * type_bytes(c.operands)), weight(size_t(c.N) * c.K * type_bytes(c.operands));
-  DeviceBuffer out(size_t(c.M) * c.N * type_bytes(c.output)), bias(size_t(c.N) * type_bytes(c.output));
+  DeviceBuffer out(size_t(c.M) * c.N * type_bytes(c.output)), bias(size_t(c.batches) * c.N * type_bytes(c.output));
+  DeviceBuffer gate(size_t(c.batches) * c.N * sizeof(float));
   fill_random(in.get(), size_t(c.M) * c.K, c.operands, 1);
   fill_random(weight.get(), size_t(c.N) * c.K, c.operands, 2);
-  fill_random(bias.get(), c.N, c.output, 3);
+  fill_random(bias.get(), size_t(c.batches) * c.N, c.output, 3);
+  fill_random(gate.get(), size_t(c.batches) * c.N, CUDA_R_32F, 4);
+  fill_random(out.get(), size_t(c.M) * c.N, c.output, 5);
 
   cublasLtMatmulDesc_t desc = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, c.compute, CUDA_R_32F));
@@ -118,8 +129,29 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
       cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer, sizeof bias_pointer));
   cublasLtMatrixLayout_t w_layout = nullptr, in_layout = nullptr, out_layout = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&w_layout, c.operands, c.K, c.N, c.K));
-  DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&in_layout, c.operands, c.K, c.M, c.K));
-  DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&out_layout, c.output, c.N, c.M, c.N));
+  DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&in_layout, c.operands, c.K, batch_rows, c.K));
+  DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&out_layout, c.output, c.N, batch_rows, c.N));
+  if (c.batches > 1) {
+    auto batch = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
+      DIT_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &c.batches, sizeof c.batches));
+      DIT_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+    };
+    batch(w_layout, 0);  // one weight for every batch entry
+    batch(in_layout, int64_t{batch_rows} * c.K);
+    batch(out_layout, int64_t{batch_rows} * c.N);
+    const int64_t vector_stride = c.N;
+    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &vector_stride,
+                                                    sizeof vector_stride));
+    if (c.gated)
+      DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_ALPHA_VECTOR_BATCH_STRIDE,
+                                                      &vector_stride, sizeof vector_stride));
+  }
+  if (c.gated) {
+    const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_ALPHA_DEVICE_VECTOR_BETA_HOST;
+    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof mode));
+  }
   cublasLtMatmulPreference_t preference = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const uint64_t workspace_bytes = kWorkspaceBytes;
@@ -130,16 +162,18 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, w_layout, in_layout, out_layout,
                                                                out_layout, preference, candidates, results.data(),
                                                                &returned);
-  nlohmann::json entry{{"layer", c.layer}, {"M", c.M}, {"N", c.N}, {"K", c.K}, {"config", c.label}};
+  nlohmann::json entry{{"layer", c.layer}, {"M", c.M}, {"N", c.N}, {"K", c.K}, {"batches", c.batches},
+                       {"config", c.label}};
   cudaEvent_t start = nullptr, stop = nullptr;
   DIT_CUDA_CHECK(cudaEventCreate(&start));
   DIT_CUDA_CHECK(cudaEventCreate(&stop));
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f, beta = c.gated ? 1.0f : 0.0f;
+  const void* alpha_pointer = c.gated ? gate.get() : static_cast<const void*>(&alpha);
   nlohmann::json rows = nlohmann::json::array();
   for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
     const cublasLtMatmulAlgo_t& algo = results[i].algo;
     auto call = [&] {
-      return cublasLtMatmul(handle, desc, &alpha, weight.get(), w_layout, in.get(), in_layout, &beta, out.get(), out_layout,
+      return cublasLtMatmul(handle, desc, alpha_pointer, weight.get(), w_layout, in.get(), in_layout, &beta, out.get(), out_layout,
                             out.get(), out_layout, &algo, workspace, kWorkspaceBytes, stream);
     };
     nlohmann::json row = describe(algo);
@@ -206,7 +240,22 @@ std::vector<Config> configs(const std::vector<int>& tokens, const std::vector<st
         c.epilogue = layer.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
         c.label = precision + " in, " + type_name(c.output) + " out" + (layer.gelu ? " +bias+gelu" : " +bias");
         list.push_back(c);
-        if (layer.float_output) {  // the alternative: 16-bit output, as PyTorch's fp16 model has
+        if (layer.float_output) {
+          // The gated residual in the epilogue, per batch entry (DiT-XL/2's sequences: 256 tokens
+          // at 256, 1024 at 512; M = 2048 is batch 2 at 512).
+          Config gated = c;
+          gated.gated = true;
+          gated.batches = M == 2048 ? 2 : std::max(1, M / 256);
+          gated.label = precision + " in, f32 out, x += gate*(+bias) x" + std::to_string(gated.batches);
+          list.push_back(gated);
+          // which part is supported: the alpha vector unbatched, with and without the bias
+          gated.batches = 1;
+          gated.label = precision + " in, f32 out, x += alpha*(+bias) x1";
+          list.push_back(gated);
+          gated.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+          gated.label = precision + " in, f32 out, x += alpha*(.) x1";
+          list.push_back(gated);
+          // the alternative: 16-bit output, as PyTorch's fp16 model has
           c.output = c.operands;
           c.label = precision + " in, " + type_name(c.output) + " out +bias (alternative)";
           list.push_back(c);
