@@ -17,7 +17,7 @@
 #   figures   bench_forward (fp16: 256 b2 and b64, 512 b2), bench_vae, one fp16 image
 #             (bench_e2e), dit_profile (fp16 image; the session
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
-#             at 256 and 512 (LEASE_FIGURES picks a subset)
+#             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from, lane a5500-session-256
 # A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
@@ -131,7 +131,8 @@ stage_sbs() {
 }
 
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
-# ncu-forward and ncu-vae (default: all of them).
+# ncu-forward, ncu-vae (default: all of them) and kernels (not in the default: bench_kernels on
+# every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
@@ -139,6 +140,11 @@ stage_figures() {
   if want forward; then
     "$build/bench/bench_forward" --precision=fp16 '--benchmark_filter=^BM_Forward/image:(256/batch:(2|64)|512/batch:2)/' \
       --benchmark_repetitions=5 --benchmark_out="$f/bench_forward.json" >"$f/bench_forward.txt" 2>&1 || status=1
+  fi
+  if want kernels; then
+    "$build/bench/bench_kernels" '--benchmark_filter=^(attention_form|residual_layernorm_modulate)/.*fp16' \
+      --benchmark_min_time=0.05s --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+      --benchmark_out="$f/bench_kernels.json" >"$f/bench_kernels.txt" 2>&1 || status=1
   fi
   if want vae; then
     "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 \
