@@ -1,16 +1,23 @@
 // CUDA gated residual + LayerNorm + modulation (kernels/residual_layernorm.h).
-//   - Rows of at most 1152 elements (DiT-XL/2's hidden size and every smaller one): a block of
-//     128 threads per row, each thread holding 9 elements (d = thread + 128 j) in registers from
-//     the residual update to the output, with the shift and scale loads issued before the two
-//     block reductions wait. At DiT-XL/2 batch 2 (512 rows) that is 2048 warps in flight where
-//     the warp-per-row form had 512: the earlier form (one warp per row, 36 elements a lane) took
-//     7.7 us a launch on an H200, still latency-bound, about twice its bytes' time
+//   - Rows of at most 1152 elements whose length and strides are multiples of 4 (DiT-XL/2 and
+//     every DiT size): a block of 96 threads (3 warps) per row, each thread holding three float4
+//     (d = 4 (thread + 96 j) .. + 3) in registers from the residual update to the output, all
+//     memory traffic in 16-byte loads and stores. The statistics take one block exchange: each
+//     warp computes its own two-pass mean and sum of squared deviations over the elements it
+//     holds, and the three partials are combined with Chan's pairwise formula (the same two-pass
+//     accuracy, one __syncthreads where two block reductions took four).
+//   - Other rows of at most 1152: a block of 128 threads per row, each thread holding 9 scalar
+//     elements (d = thread + 128 j), two block reductions. At DiT-XL/2 batch 2 (512 rows) this
+//     form took 5.7 us a launch on an H200 (Nsight Compute, in the forward pass), latency-bound:
+//     most cycles waited on loads, issue slots 23% busy; the warp-per-row form before it took 7.7
 //     (knowledge/handbook/03_single_gpu/04_fusion.md).
 //   - Longer rows: one warp per row, four rows per block; the updated row is written back and
 //     re-read for the two-pass statistics (kernels/layernorm_row.cuh).
 #include "kernels/residual_layernorm.h"
 
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_reduce.cuh"
@@ -22,9 +29,105 @@ constexpr int kResidualLayerNormWarps = 4;  // rows per block of the warp-per-ro
 constexpr int kRowThreads = 128;            // threads per row of the block form
 constexpr int kRowValues = 9;               // elements per thread of the block form
 constexpr int kBlockFormMaxD = kRowThreads * kRowValues;
+constexpr int kVecThreads = 96;   // threads per row of the float4 form
+constexpr int kVecWarps = kVecThreads / 32;
+constexpr int kVecPerThread = 3;  // float4 per thread
+constexpr int kVecFormMaxD = 4 * kVecThreads * kVecPerThread;
 
 // ---------------------------------------------------------------------------------------------
 // Kernel
+
+// Four consecutive outputs in one store (8 bytes for 16-bit types, 16 for float).
+template <typename Out>
+struct alignas(4 * sizeof(Out)) Out4 {
+  Out v[4];
+};
+
+// float4 form: one row per block of kVecThreads threads (D % 4 == 0, D <= kVecFormMaxD, every
+// pointer and stride 16-byte aligned in floats).
+template <typename Out>
+static __global__ void __launch_bounds__(kVecThreads)
+    residual_layernorm_vec4_kernel(float* __restrict__ x,            // [B, T, D]
+                                   const float* __restrict__ y,      // [B, T, D]
+                                   const float* __restrict__ gate,   // [B, gate_stride]
+                                   int gate_stride,
+                                   const float* __restrict__ shift,  // [B, mod_stride]
+                                   const float* __restrict__ scale,  // [B, mod_stride]
+                                   int mod_stride, Out* __restrict__ out,  // [B, T, D]
+                                   int T, int D, float inv_d, float eps) {
+  __shared__ float2 partials[kVecWarps];  // per warp: (sum, sum of squared deviations from its mean)
+  const int row = blockIdx.x, b = row / T, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int quads = D / 4;
+  float4* xr = reinterpret_cast<float4*>(x + static_cast<size_t>(row) * D);
+  const float4* yr = reinterpret_cast<const float4*>(y + static_cast<size_t>(row) * D);
+  const float4* g = reinterpret_cast<const float4*>(gate + static_cast<size_t>(b) * gate_stride);
+  const float4* sh = reinterpret_cast<const float4*>(shift + static_cast<size_t>(b) * mod_stride);
+  const float4* sc = reinterpret_cast<const float4*>(scale + static_cast<size_t>(b) * mod_stride);
+  Out4<Out>* o = reinterpret_cast<Out4<Out>*>(out + static_cast<size_t>(row) * D);
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread];
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int q = threadIdx.x + kVecThreads * j;
+    const bool in_row = q < quads;
+    const float4 xq = in_row ? xr[q] : zero, yq = in_row ? yr[q] : zero, gq = in_row ? g[q] : zero;
+    shifts[j] = in_row ? sh[q] : zero;
+    scales[j] = in_row ? sc[q] : zero;
+    v[j] = make_float4(xq.x + gq.x * yq.x, xq.y + gq.y * yq.y, xq.z + gq.z * yq.z, xq.w + gq.w * yq.w);
+  }
+  // Elements this warp holds: for each j, the quads 32 warp + 96 j + [0, 32) that lie in the row.
+  int held = 0;
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int q = threadIdx.x + kVecThreads * j;
+    held += 4 * min(max(quads - (32 * warp + kVecThreads * j), 0), 32);
+    if (q < quads) xr[q] = v[j];
+    sum += (v[j].x + v[j].y) + (v[j].z + v[j].w);  // zero beyond D
+  }
+  sum = warp_sum(sum);
+  const float warp_mean = held > 0 ? sum * __frcp_rn(static_cast<float>(held)) : 0.0f;
+  float squares = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    if (threadIdx.x + kVecThreads * j < quads) {
+      const float a = v[j].x - warp_mean, c = v[j].y - warp_mean, e = v[j].z - warp_mean, f = v[j].w - warp_mean;
+      squares += (a * a + c * c) + (e * e + f * f);
+    }
+  }
+  squares = warp_sum(squares);
+  if (lane == 0) partials[warp] = make_float2(sum, squares);
+  __syncthreads();
+  // Chan et al.: M2 = sum_w M2_w + n_w (mean_w - mean)^2 over the warps holding elements.
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kVecWarps; ++w) total += partials[w].x;
+  const float mean = total * inv_d;
+  float m2 = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kVecWarps; ++w) {
+    int n = 0;
+#pragma unroll
+    for (int j = 0; j < kVecPerThread; ++j) n += 4 * min(max(quads - (32 * w + kVecThreads * j), 0), 32);
+    if (n > 0) {
+      const float delta = partials[w].x * __frcp_rn(static_cast<float>(n)) - mean;
+      m2 += partials[w].y + static_cast<float>(n) * delta * delta;
+    }
+  }
+  const float inv_std = rsqrtf(m2 * inv_d + eps);
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int q = threadIdx.x + kVecThreads * j;
+    if (q < quads) {
+      Out4<Out> r;
+      r.v[0] = from_float<Out>((v[j].x - mean) * inv_std * (1.0f + scales[j].x) + shifts[j].x);
+      r.v[1] = from_float<Out>((v[j].y - mean) * inv_std * (1.0f + scales[j].y) + shifts[j].y);
+      r.v[2] = from_float<Out>((v[j].z - mean) * inv_std * (1.0f + scales[j].z) + shifts[j].z);
+      r.v[3] = from_float<Out>((v[j].w - mean) * inv_std * (1.0f + scales[j].w) + shifts[j].w);
+      o[q] = r;
+    }
+  }
+}
 
 // Block form: one row per block of kRowThreads threads (D <= kBlockFormMaxD).
 template <typename Out>
@@ -115,7 +218,15 @@ static void launch_residual_layernorm_modulate(float* x, const float* y, const f
                                                const float* shift, const float* scale, int mod_stride, Out* out,
                                                int B, int T, int D, float eps, cudaStream_t stream) {
   const int rows = B * T;
-  if (D <= kBlockFormMaxD) {
+  const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec4 = D % 4 == 0 && D <= kVecFormMaxD && gate_stride % 4 == 0 && mod_stride % 4 == 0 &&
+                    aligned16(x) && aligned16(y) && aligned16(gate) && aligned16(shift) && aligned16(scale) &&
+                    reinterpret_cast<uintptr_t>(out) % (4 * sizeof(Out)) == 0;
+  if (vec4) {
+    residual_layernorm_vec4_kernel<Out><<<rows, kVecThreads, 0, stream>>>(x, y, gate, gate_stride, shift, scale,
+                                                                         mod_stride, out, T, D,
+                                                                         1.0f / static_cast<float>(D), eps);
+  } else if (D <= kBlockFormMaxD) {
     residual_layernorm_block_kernel<Out><<<rows, kRowThreads, 0, stream>>>(x, y, gate, gate_stride, shift, scale,
                                                                           mod_stride, out, T, D,
                                                                           1.0f / static_cast<float>(D), eps);

@@ -223,7 +223,10 @@ INSTANTIATE_TEST_SUITE_P(residual_layernorm, CudaResidualLayerNorm,
                          testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
                                          LayerNormCase{2, 256, 1152, DeviceDtype::f16},
                                          LayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
-                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},
+                                         LayerNormCase{2, 9, 64, DeviceDtype::f16},     // float4, 2 warps idle
+                                         LayerNormCase{2, 13, 1000, DeviceDtype::bf16},  // float4, partial warps
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},      // scalar block form
+                                         LayerNormCase{1, 6, 1150, DeviceDtype::f32},    // scalar, D % 4 != 0
                                          LayerNormCase{2, 5, 1500, DeviceDtype::f16}),  // re-read form
                          [](const auto& info) { return info.param.name(); });
 
