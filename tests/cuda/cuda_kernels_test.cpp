@@ -90,7 +90,8 @@ TEST_P(CudaPatchEmbed, matches_reference) {
 INSTANTIATE_TEST_SUITE_P(patch_embed, CudaPatchEmbed,
                          testing::Values(PatchEmbedCase{2, 4, 32, 2, 1152}, PatchEmbedCase{3, 4, 8, 2, 64},
                                          PatchEmbedCase{1, 4, 16, 4, 96}, PatchEmbedCase{2, 4, 64, 8, 72},
-                                         PatchEmbedCase{2, 4, 64, 2, 1152}),
+                                         PatchEmbedCase{2, 4, 64, 2, 1152},
+                                         PatchEmbedCase{2, 4, 10, 2, 200}),  // 25 tokens: a partial block
                          [](const auto& info) { return info.param.name(); });
 
 // --- timestep_embed -----------------------------------------------------------------------------
