@@ -31,6 +31,7 @@
 #include "bench/support/gpu_support.h"
 #include "bench/support/tool_arguments.h"
 #include "kernels/cuda_check.h"
+#include "model/cublaslt_gemm.h"
 
 namespace {
 
@@ -84,24 +85,7 @@ void fill_random(void* device, size_t count, cudaDataType_t type, uint64_t seed)
   DIT_CUDA_CHECK(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice));
 }
 
-template <typename T>
-T algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
-  T value{};
-  size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS)
-    return T{};
-  return value;
-}
-
-nlohmann::json describe(const cublasLtMatmulAlgo_t& algo) {
-  return {{"id", algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)},
-          {"tile", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
-          {"stages", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
-          {"split_k", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
-          {"reduction", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)},
-          {"swizzle", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)},
-          {"custom", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION)}};
-}
+nlohmann::json describe(const cublasLtMatmulAlgo_t& algo) { return dit::cuda::algo_config(algo); }
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // the engine's GemmRunner::kWorkspaceBytes
 constexpr size_t kFlushBytes = 256u << 20;

@@ -3,8 +3,14 @@
 // column-major [K, N] view: m = N, n = M, k = K, and the bias (length m) is per output feature.
 #include "model/cublaslt_gemm.h"
 
+#include <cuda_runtime.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "kernels/bias_activation.h"
 #include "kernels/cuda_check.h"
@@ -29,21 +35,88 @@ std::string describe(const GemmArgs& a) {
          (a.epilogue == GemmEpilogue::none ? "" : a.epilogue == GemmEpilogue::bias ? " +bias" : " +bias+gelu");
 }
 
+template <typename T>
+int64_t algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute) {
+  T value{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS)
+    return -1;
+  return static_cast<int64_t>(value);
+}
+
+const char* plan_dtype(DeviceDtype dtype) {
+  switch (dtype) {
+    case DeviceDtype::f32: return "f32";
+    case DeviceDtype::f16: return "f16";
+    case DeviceDtype::bf16: return "bf16";
+  }
+  return "f32";
+}
+
+constexpr int kMaxCandidates = 64;  // the most heuristic results a plan or tuning asks for
+
+#ifndef DIT_GEMM_PLAN_DIR
+#define DIT_GEMM_PLAN_DIR ""
+#endif
+
 }  // namespace
 
-GemmRunner::GemmRunner(void* workspace) : workspace_(workspace) {
+GemmTuning& gemm_tuning() {
+  static GemmTuning tuning;
+  return tuning;
+}
+
+std::map<std::string, int64_t> algo_config(const cublasLtMatmulAlgo_t& algo) {
+  return {{"id", algo_attribute<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID)},
+          {"tile", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID)},
+          {"stages", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID)},
+          {"split_k", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM)},
+          {"reduction", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)},
+          {"swizzle", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING)},
+          {"custom", algo_attribute<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION)},
+          {"inner_shape", algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID)},
+          {"cluster_shape", algo_attribute<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID)}};
+}
+
+GemmPlanDevice GemmRunner::current_device() {
+  int device = 0;
+  DIT_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp properties{};
+  DIT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  GemmPlanDevice d;
+  d.gpu = properties.name;
+  d.compute_capability = std::to_string(properties.major) + "." + std::to_string(properties.minor);
+  d.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());
+  d.workspace_bytes = static_cast<int64_t>(kWorkspaceBytes);
+  return d;
+}
+
+GemmPlanKey GemmRunner::plan_key(const GemmArgs& a) {
+  GemmPlanKey key;
+  key.M = a.M;
+  key.N = a.N;
+  key.K = a.K;
+  key.operands = plan_dtype(a.operands);
+  key.output = plan_dtype(a.output);
+  key.compute = a.compute == GemmCompute::tf32 ? "tf32" : "fp32";
+  key.epilogue = a.epilogue == GemmEpilogue::none ? "none" : a.epilogue == GemmEpilogue::bias ? "bias" : "gelu_bias";
+  return key;
+}
+
+std::optional<GemmPlan> GemmRunner::plan_for_current_device() {
+  const char* setting = std::getenv("DIT_GEMM_PLAN");
+  return select_gemm_plan(current_device(), setting ? setting : "", DIT_GEMM_PLAN_DIR);
+}
+
+GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan)
+    : workspace_(workspace), gemm_plan_(std::move(plan)) {
   require_aligned(workspace, kPointerAlignment, "GemmRunner", "workspace");
   DIT_CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
 
 GemmRunner::~GemmRunner() {
   // Destruction cannot report: statuses are dropped on purpose here.
-  for (auto& [key, plan] : plans_) {
-    cublasLtMatrixLayoutDestroy(plan.weight_layout);
-    cublasLtMatrixLayoutDestroy(plan.in_layout);
-    cublasLtMatrixLayoutDestroy(plan.out_layout);
-    cublasLtMatmulDescDestroy(plan.desc);
-  }
+  for (auto& [key, plan] : plans_) destroy(plan);
   if (handle_) cublasLtDestroy(handle_);
 }
 
@@ -52,12 +125,12 @@ GemmRunner::Key GemmRunner::key_of(const GemmArgs& a) {
              static_cast<int>(a.epilogue)};
 }
 
-bool GemmRunner::can_run(const GemmArgs& a) {
+bool GemmRunner::can_run(const GemmArgs& a, cudaStream_t stream) {
   const Key key = key_of(a);
   if (plans_.count(key)) return true;
   if (unsupported_.count(key)) return false;
   try {
-    plan_for(a);
+    plan_for(a, stream);
     return true;
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::device) throw;
@@ -66,10 +139,7 @@ bool GemmRunner::can_run(const GemmArgs& a) {
   }
 }
 
-GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a) {
-  const Key key = key_of(a);
-  if (auto found = plans_.find(key); found != plans_.end()) return found->second;
-
+GemmRunner::Plan GemmRunner::make_descriptors(const GemmArgs& a) {
   Plan plan;
   const cublasComputeType_t compute =
       a.compute == GemmCompute::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -92,32 +162,83 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a) {
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight_layout, operand_type, a.K, a.N, a.K));
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.in_layout, operand_type, a.K, a.M, a.K));
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.out_layout, output_type, a.N, a.M, a.N));
+  return plan;
+}
 
+void GemmRunner::destroy(Plan& plan) {
+  cublasLtMatrixLayoutDestroy(plan.weight_layout);
+  cublasLtMatrixLayoutDestroy(plan.in_layout);
+  cublasLtMatrixLayoutDestroy(plan.out_layout);
+  cublasLtMatmulDescDestroy(plan.desc);
+  plan = Plan{};
+}
+
+int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMatmulHeuristicResult_t* results) {
   cublasLtMatmulPreference_t preference = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const uint64_t workspace_bytes = kWorkspaceBytes;
-  cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t status = [&] {
     const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
     if (set != CUBLAS_STATUS_SUCCESS) return set;
     return cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.weight_layout, plan.in_layout,
-                                          plan.out_layout, plan.out_layout, preference, 1, &result,
+                                          plan.out_layout, plan.out_layout, preference, wanted, results,
                                           &returned);
   }();
   cublasLtMatmulPreferenceDestroy(preference);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
-    cublasLtMatrixLayoutDestroy(plan.weight_layout);
-    cublasLtMatrixLayoutDestroy(plan.in_layout);
-    cublasLtMatrixLayoutDestroy(plan.out_layout);
-    cublasLtMatmulDescDestroy(plan.desc);
+    destroy(plan);
     throw_device_error(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic",
                        (status != CUBLAS_STATUS_SUCCESS ? std::string(cublas_status_name(status))
                                                         : std::string("no algorithm")) +
                            " for " + describe(a));
   }
-  plan.algo = result.algo;
+  return returned;
+}
+
+std::vector<std::map<std::string, int64_t>> GemmRunner::candidate_configs(const GemmArgs& a, int count) {
+  Plan plan = make_descriptors(a);
+  cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
+  const int returned = heuristic(plan, a, std::clamp(count, 1, kMaxCandidates), results);
+  destroy(plan);
+  std::vector<std::map<std::string, int64_t>> configs;
+  for (int i = 0; i < returned; ++i) configs.push_back(algo_config(results[i].algo));
+  return configs;
+}
+
+GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a, cudaStream_t stream) {
+  const Key key = key_of(a);
+  if (auto found = plans_.find(key); found != plans_.end()) return found->second;
+
+  Plan plan = make_descriptors(a);
+  // How many of the heuristic's candidates to ask for: the plan's, or tuning's, else the first.
+  GemmTuning& tuning = gemm_tuning();
+  const bool tuning_on = tuning.candidates > 0;
+  const GemmPlanChoice* planned = gemm_plan_ ? gemm_plan_->find(plan_key(a)) : nullptr;
+  const int wanted = std::min(kMaxCandidates, tuning_on ? tuning.candidates : planned ? planned->candidate + 1 : 1);
+  // A plain array: nvcc 13's front end fails on a std::vector of this C struct.
+  cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
+  const int returned = heuristic(plan, a, wanted, results);
+  if (tuning_on) {
+    try {
+      plan.candidate = tune(plan, a, results, returned, stream);
+    } catch (...) {
+      destroy(plan);
+      throw;
+    }
+  } else if (planned) {
+    // The plan's candidate, if the heuristic still offers the algorithm that was measured.
+    if (planned->candidate < returned && algo_config(results[planned->candidate].algo) == planned->algo) {
+      plan.candidate = planned->candidate;
+    } else {
+      std::fprintf(stderr,
+                   "dit: GEMM plan %s: candidate %d for %s is not the algorithm it measured; taking the "
+                   "heuristic's first\n",
+                   gemm_plan_->source.c_str(), planned->candidate, describe(a).c_str());
+    }
+  }
+  plan.algo = results[plan.candidate].algo;
   return plans_.emplace(key, plan).first->second;
 }
 
@@ -133,14 +254,14 @@ void GemmRunner::linear(const GemmArgs& a, cudaStream_t stream) {
   require_aligned(a.out, kPointerAlignment, op, "out");
   if (a.epilogue != GemmEpilogue::none) require_aligned(a.bias, kPointerAlignment, op, "bias");
 
-  if (a.epilogue != GemmEpilogue::none && (unfused_epilogues_ || !can_run(a))) {
+  if (a.epilogue != GemmEpilogue::none && (unfused_epilogues_ || !can_run(a, stream))) {
     GemmArgs plain = a;
     plain.epilogue = GemmEpilogue::none;
-    matmul(plan_for(plain), plain, stream);
+    matmul(plan_for(plain, stream), plain, stream);
     bias_activation(a.out, a.bias, a.output, a.M, a.N, a.epilogue == GemmEpilogue::gelu_bias, stream);
     return;
   }
-  matmul(plan_for(a), a, stream);
+  matmul(plan_for(a, stream), a, stream);
 }
 
 void GemmRunner::matmul(Plan& plan, const GemmArgs& a, cudaStream_t stream) {
@@ -151,6 +272,78 @@ void GemmRunner::matmul(Plan& plan, const GemmArgs& a, cudaStream_t stream) {
   DIT_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, a.weight, plan.weight_layout, a.in,
                                   plan.in_layout, &beta, a.out, plan.out_layout, a.out, plan.out_layout,
                                   &plan.algo, workspace_, kWorkspaceBytes, stream));
+}
+
+// Times each candidate on the call's own buffers (hot L2, as in the forward pass where a layer's
+// input was just written) as the forward pass runs it, in a CUDA Graph: 10 calls captured in one
+// graph, one warm-up launch, then the best of 5 timed launches. Timing eager calls would time the
+// host's launch rate for the small shapes (about 10 us a cublasLtMatmul call), not the GPU's.
+int GemmRunner::tune(const Plan& plan, const GemmArgs& a, const cublasLtMatmulHeuristicResult_t* results, int count,
+                     cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  DIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    throw Error(ErrorKind::invalid_argument, "GEMM tuning during a graph capture (" + describe(a) + ")");
+  DIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the call's inputs are ready
+  constexpr int kCallsPerGraph = 10, kRounds = 5;
+  cudaStream_t own = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
+  DIT_CUDA_CHECK(cudaEventCreate(&start));
+  DIT_CUDA_CHECK(cudaEventCreate(&stop));
+  const float alpha = 1.0f, beta = 0.0f;
+  std::vector<double> us(static_cast<size_t>(count), -1.0);
+  for (int i = 0; i < count; ++i) {
+    const auto call = [&] {
+      return cublasLtMatmul(handle_, plan.desc, &alpha, a.weight, plan.weight_layout, a.in, plan.in_layout, &beta,
+                            a.out, plan.out_layout, a.out, plan.out_layout, &results[i].algo, workspace_,
+                            kWorkspaceBytes, own);
+    };
+    if (call() != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(own) != cudaSuccess) {
+      cudaGetLastError();
+      continue;
+    }
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    DIT_CUDA_CHECK(cudaStreamBeginCapture(own, cudaStreamCaptureModeThreadLocal));
+    bool captured = true;
+    for (int r = 0; r < kCallsPerGraph; ++r) captured = captured && call() == CUBLAS_STATUS_SUCCESS;
+    if (cudaStreamEndCapture(own, &graph) != cudaSuccess) captured = false;
+    if (captured && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+      double best = 1e30;
+      DIT_CUDA_CHECK(cudaGraphLaunch(exec, own));
+      for (int round = 0; round < kRounds; ++round) {
+        DIT_CUDA_CHECK(cudaEventRecord(start, own));
+        DIT_CUDA_CHECK(cudaGraphLaunch(exec, own));
+        DIT_CUDA_CHECK(cudaEventRecord(stop, own));
+        DIT_CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0.0f;
+        DIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        best = std::min(best, 1000.0 * ms / kCallsPerGraph);  // us per call
+      }
+      us[static_cast<size_t>(i)] = best;
+    }
+    cudaGetLastError();  // a failed instantiation leaves its error; the candidate is skipped
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(own);
+  if (us[0] < 0.0) throw_device_error(__FILE__, __LINE__, "cublasLtMatmul", "the first candidate failed for " + describe(a));
+  int chosen = 0;
+  for (int i = 1; i < count; ++i)
+    if (us[static_cast<size_t>(i)] >= 0.0 && us[static_cast<size_t>(i)] < us[static_cast<size_t>(chosen)]) chosen = i;
+  GemmTuning& tuning = gemm_tuning();
+  if (us[static_cast<size_t>(chosen)] > us[0] * (1.0 - tuning.margin)) chosen = 0;
+  GemmPlanChoice choice;
+  choice.key = plan_key(a);
+  choice.candidate = chosen;
+  choice.algo = algo_config(results[chosen].algo);
+  choice.us = us[static_cast<size_t>(chosen)];
+  choice.first_us = us[0];
+  tuning.choices.push_back(std::move(choice));
+  return chosen;
 }
 
 }  // namespace dit::cuda

@@ -1,16 +1,21 @@
 // Linear layers on the GPU through cuBLASLt: out[M, N] = in[M, K] * weight[N, K]^T (+ bias[N])
-// (then GELU-tanh), all row-major, PyTorch weight layout. One plan (descriptors and the
-// heuristic's first algorithm for a fixed workspace) per distinct shape and type, made on first
-// use and reused, so the choice is deterministic across calls and processes.
+// (then GELU-tanh), all row-major, PyTorch weight layout. One plan (descriptors and an algorithm
+// for a fixed workspace) per distinct shape and type, made on first use and reused. The
+// algorithm is the heuristic's first, or the candidate a GEMM plan file names for this shape on
+// this GPU (model/gemm_plan.h): either way the choice is the same across calls and processes.
 #pragma once
 
 #include <cublasLt.h>
 
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "kernels/cuda_types.h"
+#include "model/gemm_plan.h"
 
 namespace dit::cuda {
 
@@ -33,13 +38,29 @@ struct GemmArgs {
   GemmEpilogue epilogue = GemmEpilogue::none;
 };
 
+// Process-wide tuning, for bench/gemm_plan only: while `candidates` > 0 every GemmRunner that
+// makes a new plan times the heuristic's first `candidates` algorithms on the call's own
+// buffers and stream (an eager call; never during a graph capture), takes the fastest unless
+// it beats the first by less than `margin` (a fraction), and appends the choice to `choices`.
+struct GemmTuning {
+  int candidates = 0;
+  double margin = 0.03;
+  std::vector<GemmPlanChoice> choices;
+};
+GemmTuning& gemm_tuning();
+
+// An algorithm's configuration attributes (id, tile, stages, split_k, reduction, swizzle,
+// custom, inner_shape, cluster_shape): what a plan records and checks.
+std::map<std::string, int64_t> algo_config(const cublasLtMatmulAlgo_t& algo);
+
 class GemmRunner {
  public:
   static constexpr size_t kWorkspaceBytes = 32u << 20;  // fixed: the heuristic depends on it
   static constexpr size_t kPointerAlignment = 256;      // what cuBLASLt's preference assumes
 
-  // `workspace` is device memory of kWorkspaceBytes (from the caller's arena).
-  explicit GemmRunner(void* workspace);
+  // `workspace` is device memory of kWorkspaceBytes (from the caller's arena); `plan` the GEMM
+  // plan for this device, if any (select_gemm_plan with current_device()).
+  explicit GemmRunner(void* workspace, std::optional<GemmPlan> plan = std::nullopt);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
@@ -48,26 +69,48 @@ class GemmRunner {
   // cuBLASLt does not offer for this shape and type runs as a separate bias/GELU kernel.
   void linear(const GemmArgs& args, cudaStream_t stream);
   // Whether cuBLASLt has an algorithm for this shape, types and epilogue (the answer is cached).
-  bool can_run(const GemmArgs& args);
+  bool can_run(const GemmArgs& args, cudaStream_t stream = nullptr);
   // Tests only: run every epilogue as the separate kernel.
   void set_unfused_epilogues(bool unfused) { unfused_epilogues_ = unfused; }
+  // Which candidate of the heuristic's list the plan of `args` took (0: the first); makes the
+  // plan if there is none yet.
+  int candidate_for(const GemmArgs& args) { return plan_for(args).candidate; }
+
+  // The configurations of the heuristic's first `count` candidates for `args` (at most 64).
+  std::vector<std::map<std::string, int64_t>> candidate_configs(const GemmArgs& args, int count);
+
+  // The running GPU, cuBLASLt and kWorkspaceBytes, as a plan names them.
+  static GemmPlanDevice current_device();
+  static GemmPlanKey plan_key(const GemmArgs& args);
+  // The plan for the running GPU: DIT_GEMM_PLAN, else the plan directory built in
+  // (DIT_GEMM_PLAN_DIR, model/gemm-plans of the source tree).
+  static std::optional<GemmPlan> plan_for_current_device();
 
  private:
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t weight_layout = nullptr, in_layout = nullptr, out_layout = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    int candidate = 0;  // its index in the heuristic's list
   };
   using Key = std::tuple<int, int, int, int, int, int, int>;
   static Key key_of(const GemmArgs& args);
-  Plan& plan_for(const GemmArgs& args);
+  static Plan make_descriptors(const GemmArgs& args);
+  static void destroy(Plan& plan);
+  // The heuristic's first `wanted` candidates into `results`; how many it gave. Destroys `plan`
+  // and throws dit::Error(device) when it gives none.
+  int heuristic(Plan& plan, const GemmArgs& args, int wanted, cublasLtMatmulHeuristicResult_t* results);
+  Plan& plan_for(const GemmArgs& args, cudaStream_t stream = nullptr);
   void matmul(Plan& plan, const GemmArgs& args, cudaStream_t stream);
+  int tune(const Plan& plan, const GemmArgs& args, const cublasLtMatmulHeuristicResult_t* results, int count,
+           cudaStream_t stream);
 
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_ = nullptr;
   std::map<Key, Plan> plans_;
   std::set<Key> unsupported_;
   bool unfused_epilogues_ = false;
+  std::optional<GemmPlan> gemm_plan_;
 };
 
 }  // namespace dit::cuda

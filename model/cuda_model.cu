@@ -254,7 +254,8 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   sizer.take(adaln_weight_count * cuda::dtype_bytes(compute_));
   sizer.take(adaln_bias_count * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
-  gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes));
+  gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes),
+                                             cuda::GemmRunner::plan_for_current_device());
 
   std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
   auto upload_into = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {

@@ -570,7 +570,7 @@ class TemporaryFile {
 
  private:
   [[noreturn]] void fail(const std::string& what) {
-    throw Error(ErrorKind::io, "writing safetensors " + in_quotes(destination_) + ": " + what + ": " + errno_text());
+    throw Error(ErrorKind::io, "writing " + in_quotes(destination_) + ": " + what + ": " + errno_text());
   }
 
   std::string destination_;
@@ -669,6 +669,12 @@ void write_safetensors_bytes(const std::string& path, const std::map<std::string
                        [source](std::vector<std::byte>&) { return std::span<const std::byte>(*source); }});
   }
   write_planned(path, planned, metadata);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  TemporaryFile file(path);
+  file.write(bytes.data(), bytes.size());
+  file.commit();
 }
 
 }  // namespace dit

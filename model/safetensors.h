@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/tensor.h"
@@ -94,5 +95,9 @@ struct TensorBytes {
 void write_safetensors_bytes(const std::string& path,
                              const std::map<std::string, TensorBytes>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
+
+// Any file written the same way (temporary file beside `path`, fsync, rename), for the engine's
+// other outputs (GEMM plans). Throws dit::Error(io), leaving `path` untouched.
+void write_file_atomic(const std::string& path, std::string_view bytes);
 
 }  // namespace dit

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
 #include "model/cublaslt_gemm.h"
+#include "model/gemm_plan.h"
 #include "model/sampler.h"
 #include "model/schedule.h"
 #include "tests/cuda/device_tensor.h"
@@ -700,6 +703,97 @@ INSTANTIATE_TEST_SUITE_P(
         LinearCase{512, 4608, 1152, DeviceDtype::bf16, DeviceDtype::bf16, GemmCompute::fp32, GemmEpilogue::gelu_bias},
         LinearCase{512, 32, 1152, DeviceDtype::bf16, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias}),
     [](const auto& info) { return info.param.name(); });
+
+// --- GEMM plans: the candidate a plan names, the fallback when it no longer fits, tuning ------
+
+class CudaGemmPlan : public testing::Test {
+ protected:
+  static constexpr int M = 512, N = 1152, K = 1152;  // proj at DiT-XL/2 batch 2: 8 candidates on an H200
+  void SetUp() override {
+    seed_ = test::fresh_seed();
+    in_ = test::round_to(test::random_normal(static_cast<size_t>(M) * K, seed_), DeviceDtype::f16);
+    weight_ = test::round_to(test::random_normal(static_cast<size_t>(N) * K, seed_ + 1, 1.0f / std::sqrt(float(K))),
+                             DeviceDtype::f16);
+    bias_ = test::random_normal(N, seed_ + 2);
+    ref_.resize(static_cast<size_t>(M) * N);
+    cpu::linear(in_.data(), weight_.data(), bias_.data(), ref_.data(), M, N, K);
+  }
+  // Runs the GEMM on a runner with `plan`; checks the output against the CPU reference and
+  // returns the candidate the runner took.
+  int run(std::optional<GemmPlan> plan, const std::string& label) {
+    DeviceTensor din(in_, DeviceDtype::f16), dweight(weight_, DeviceDtype::f16), dbias(bias_), dout(ref_.size());
+    DeviceTensor workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
+    dout.poison();
+    cuda::GemmRunner runner(workspace.data(), std::move(plan));
+    const cuda::GemmArgs a = args(din, dweight, dbias, dout);
+    runner.linear(a, nullptr);
+    size_t unwritten = 0;
+    const vector<float> out = dout.download(&unwritten);
+    expect_close("gemm_plan/" + label, out, unwritten, test::to_double(ref_), 1e-4, seed_);
+    return runner.candidate_for(a);
+  }
+  static cuda::GemmArgs args(DeviceTensor& in, DeviceTensor& weight, DeviceTensor& bias, DeviceTensor& out) {
+    return {in.data(), weight.data(), bias.data(), out.data(), M, N, K, DeviceDtype::f16, DeviceDtype::f32,
+            cuda::GemmCompute::fp32, cuda::GemmEpilogue::bias};
+  }
+  static GemmPlan plan_with(const cuda::GemmArgs& a, int candidate, std::map<std::string, int64_t> algo) {
+    GemmPlan plan;
+    plan.source = "test plan";
+    plan.device = cuda::GemmRunner::current_device();
+    GemmPlanChoice choice;
+    choice.key = cuda::GemmRunner::plan_key(a);
+    choice.candidate = candidate;
+    choice.algo = std::move(algo);
+    plan.choices = {choice};
+    return plan;
+  }
+  uint64_t seed_ = 0;
+  vector<float> in_, weight_, bias_, ref_;
+};
+
+TEST_F(CudaGemmPlan, takes_the_planned_candidate_and_falls_back_when_it_changed) {
+  DeviceTensor scratch(16);
+  const cuda::GemmArgs shape = args(scratch, scratch, scratch, scratch);  // pointers unused below
+  DeviceTensor workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
+  const auto configs = cuda::GemmRunner(workspace.data()).candidate_configs(shape, 4);
+  ASSERT_GE(configs.size(), 2u) << "the heuristic offers one algorithm for this shape";
+  EXPECT_NE(configs[0], configs[1]);
+
+  EXPECT_EQ(run(std::nullopt, "no_plan"), 0);
+  EXPECT_EQ(run(plan_with(shape, 1, configs[1]), "candidate_1"), 1);
+  // A plan whose configuration is not the heuristic's candidate 1 any more: the first is taken.
+  EXPECT_EQ(run(plan_with(shape, 1, configs[0]), "stale"), 0);
+  // A plan for another shape leaves this one on the first.
+  cuda::GemmArgs other = shape;
+  other.M = 256;
+  EXPECT_EQ(run(plan_with(other, 1, configs[1]), "other_shape"), 0);
+}
+
+TEST_F(CudaGemmPlan, tuning_records_a_measured_choice) {
+  cuda::GemmTuning& tuning = cuda::gemm_tuning();
+  tuning = cuda::GemmTuning{};
+  tuning.candidates = 4;
+  tuning.margin = 0.0;
+  const int taken = run(std::nullopt, "tuned");
+  tuning.candidates = 0;
+  ASSERT_EQ(tuning.choices.size(), 1u);
+  const GemmPlanChoice choice = tuning.choices[0];
+  tuning = cuda::GemmTuning{};
+  DeviceTensor scratch(16);
+  const cuda::GemmArgs shape = args(scratch, scratch, scratch, scratch);
+  EXPECT_EQ(choice.key, cuda::GemmRunner::plan_key(shape));
+  EXPECT_EQ(choice.candidate, taken);
+  EXPECT_GT(choice.first_us, 0.0);
+  EXPECT_GT(choice.us, 0.0);
+  EXPECT_LE(choice.us, choice.first_us);  // margin 0: the fastest, the first included
+  DeviceTensor workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
+  const auto configs = cuda::GemmRunner(workspace.data()).candidate_configs(shape, 4);
+  ASSERT_LT(static_cast<size_t>(choice.candidate), configs.size());
+  EXPECT_EQ(choice.algo, configs[static_cast<size_t>(choice.candidate)]);
+  // The recorded choice, as a plan, is taken again by a fresh runner.
+  GemmPlan plan = plan_with(shape, choice.candidate, choice.algo);
+  EXPECT_EQ(run(plan, "replanned"), choice.candidate);
+}
 
 TEST(CudaLinearChecks, rejects_misaligned_and_mismatched_arguments) {
   DeviceTensor a(1024), w(1024), bias(64), out(1024), workspace(cuda::GemmRunner::kWorkspaceBytes / 4);
