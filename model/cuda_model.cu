@@ -41,6 +41,7 @@
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
 #include "model/cublaslt_gemm.h"
+#include "model/cuda_graph.h"
 #include "model/device_arena.h"
 #include "model/safetensors.h"
 #include "model/schedule.h"
@@ -149,7 +150,6 @@ class CudaDitModel final : public DitModel {
   void run_forward(int rows, bool with_modulation);
   // run_forward through the CUDA Graph of this batch size and form (captured after one eager run).
   void forward_step(int rows, bool with_modulation);
-  cudaGraphExec_t capture_forward(int rows, bool with_modulation);
   void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype,
               int M, GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
@@ -521,7 +521,7 @@ void CudaDitModel::forward_step(int rows, bool with_modulation) {
   if (graph.exec) cudaGraphExecDestroy(graph.exec);
   graph = ForwardGraph{};
   try {
-    graph.exec = capture_forward(rows, with_modulation);
+    graph.exec = cuda::capture_graph(stream_, [&] { run_forward(rows, with_modulation); });
     graph.rows = rows;
   } catch (const Error& error) {
     cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
@@ -529,24 +529,6 @@ void CudaDitModel::forward_step(int rows, bool with_modulation) {
     std::fprintf(stderr, "dit: the forward pass could not be captured as a CUDA Graph; it runs eagerly (%s)\n",
                  error.what());
   }
-}
-
-cudaGraphExec_t CudaDitModel::capture_forward(int rows, bool with_modulation) {
-  cudaGraph_t graph = nullptr;
-  DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-  try {
-    run_forward(rows, with_modulation);
-  } catch (...) {
-    cudaStreamEndCapture(stream_, &graph);  // ends the capture; the error in flight is the one to report
-    if (graph) cudaGraphDestroy(graph);
-    throw;
-  }
-  DIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-  cudaGraphExec_t exec = nullptr;
-  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  DIT_CUDA_CHECK(instantiated);
-  return exec;
 }
 
 void CudaDitModel::check_inputs(const char* op, const Tensor& x, size_t timesteps,

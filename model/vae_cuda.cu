@@ -25,6 +25,7 @@
 #include "kernels/vae_bias.h"
 #include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
+#include "model/cuda_graph.h"
 #include "model/device_arena.h"
 #include "model/error.h"
 #include "model/safetensors.h"
@@ -236,23 +237,8 @@ class CudaVaeDecoder final : public VaeDecoder {
   // Captures run_decoder() into the plan's graph. A capture that fails leaves this decoder eager,
   // with a warning (the decode itself has already succeeded).
   void capture_decoder() {
-    Plan& plan = *plan_;
-    cudaGraph_t graph = nullptr;
     try {
-      DIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      try {
-        run_decoder();
-      } catch (...) {
-        cudaStreamEndCapture(stream_, &graph);  // ends the capture; the error in flight is the one to report
-        if (graph) cudaGraphDestroy(graph);
-        throw;
-      }
-      DIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      DIT_CUDA_CHECK(instantiated);
-      plan.graph.reset(exec);
+      plan_->graph.reset(cuda::capture_graph(stream_, [&] { run_decoder(); }));
     } catch (const Error& error) {
       cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
       use_graphs_ = false;
