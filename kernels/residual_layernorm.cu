@@ -37,6 +37,27 @@ constexpr int kVecFormMaxD = 4 * kVecThreads * kVecPerThread;
 // ---------------------------------------------------------------------------------------------
 // Kernel
 
+// One row's pointers, as every form computes them: row `row` of x, y and out, and the gate,
+// shift and scale rows of its batch entry.
+template <typename Out>
+struct RowPointers {
+  float* x;
+  const float* y;
+  const float* gate;
+  const float* shift;
+  const float* scale;
+  Out* out;
+};
+
+template <typename Out>
+__device__ __forceinline__ RowPointers<Out> row_pointers(float* x, const float* y, const float* gate, int gate_stride,
+                                                         const float* shift, const float* scale, int mod_stride,
+                                                         Out* out, int row, int T, int D) {
+  const size_t b = static_cast<size_t>(row / T), offset = static_cast<size_t>(row) * D;
+  return {x + offset, y + offset, gate + b * gate_stride, shift + b * mod_stride, scale + b * mod_stride,
+          out + offset};
+}
+
 // Four consecutive outputs in one store (8 bytes for 16-bit types, 16 for float).
 template <typename Out>
 struct alignas(4 * sizeof(Out)) Out4 {
@@ -56,14 +77,15 @@ static __global__ void __launch_bounds__(kVecThreads)
                                    int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                    int T, int D, float inv_d, float eps) {
   __shared__ float2 partials[kVecWarps];  // per warp: (sum, sum of squared deviations from its mean)
-  const int row = blockIdx.x, b = row / T, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int quads = D / 4;
-  float4* xr = reinterpret_cast<float4*>(x + static_cast<size_t>(row) * D);
-  const float4* yr = reinterpret_cast<const float4*>(y + static_cast<size_t>(row) * D);
-  const float4* g = reinterpret_cast<const float4*>(gate + static_cast<size_t>(b) * gate_stride);
-  const float4* sh = reinterpret_cast<const float4*>(shift + static_cast<size_t>(b) * mod_stride);
-  const float4* sc = reinterpret_cast<const float4*>(scale + static_cast<size_t>(b) * mod_stride);
-  Out4<Out>* o = reinterpret_cast<Out4<Out>*>(out + static_cast<size_t>(row) * D);
+  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
+  float4* xr = reinterpret_cast<float4*>(r.x);
+  const float4* yr = reinterpret_cast<const float4*>(r.y);
+  const float4* g = reinterpret_cast<const float4*>(r.gate);
+  const float4* sh = reinterpret_cast<const float4*>(r.shift);
+  const float4* sc = reinterpret_cast<const float4*>(r.scale);
+  Out4<Out>* o = reinterpret_cast<Out4<Out>*>(r.out);
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread];
 #pragma unroll
@@ -141,13 +163,10 @@ static __global__ void __launch_bounds__(kRowThreads)
                                     int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                     int T, int D, float inv_d, float eps) {
   __shared__ float scratch[32];
-  const int row = blockIdx.x, b = row / T;
-  float* xr = x + static_cast<size_t>(row) * D;
-  const float* yr = y + static_cast<size_t>(row) * D;
-  const float* g = gate + static_cast<size_t>(b) * gate_stride;
-  const float* sh = shift + static_cast<size_t>(b) * mod_stride;
-  const float* sc = scale + static_cast<size_t>(b) * mod_stride;
-  Out* o = out + static_cast<size_t>(row) * D;
+  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
+  float* xr = r.x;
+  const float *yr = r.y, *g = r.gate, *sh = r.shift, *sc = r.scale;
+  Out* o = r.out;
   float v[kRowValues], shifts[kRowValues], scales[kRowValues];
 #pragma unroll
   for (int j = 0; j < kRowValues; ++j) {
@@ -194,13 +213,10 @@ static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * kResidualLayerNormWarps + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave together
-  const int b = row / T;
-  float* xr = x + static_cast<size_t>(row) * D;
-  const float* yr = y + static_cast<size_t>(row) * D;
-  const float* g = gate + static_cast<size_t>(b) * gate_stride;
-  const float* sh = shift + static_cast<size_t>(b) * mod_stride;
-  const float* sc = scale + static_cast<size_t>(b) * mod_stride;
-  Out* o = out + static_cast<size_t>(row) * D;
+  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, row, T, D);
+  float* xr = r.x;
+  const float *yr = r.y, *g = r.gate, *sh = r.shift, *sc = r.scale;
+  Out* o = r.out;
   float sum = 0.0f;
   for (int d = lane; d < D; d += 32) {
     const float updated = xr[d] + g[d] * yr[d];
