@@ -238,12 +238,13 @@ void add_transformer_kernels(int image_size, DeviceDtype dtype) {
   add("attention" + shape + "_h16_d72_" + suffix(dtype), std::move(attention));
 
   KernelCase residual_norm;  // the gated residual fused with the next LayerNorm + modulation
-  residual_norm.inputs = {{activations, f32}, {activations, f32}, {static_cast<size_t>(kBatch) * 6 * kHidden, f32}};
+  // the branch in the compute dtype, as the engine stores it
+  residual_norm.inputs = {{activations, f32}, {activations, dtype}, {static_cast<size_t>(kBatch) * 6 * kHidden, f32}};
   residual_norm.outputs = {{activations, dtype}};
   residual_norm.written_in_place = static_cast<double>(activations) * 4;
   residual_norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
     const float* modulation = b.in<float>(set, 2);
-    dit::cuda::residual_layernorm_modulate(b.in<float>(set, 0), b.in<float>(set, 1), modulation + 2 * kHidden,
+    dit::cuda::residual_layernorm_modulate(b.in<float>(set, 0), b.in(set, 1), dtype, modulation + 2 * kHidden,
                                            6 * kHidden, modulation + 3 * kHidden, modulation + 4 * kHidden,
                                            6 * kHidden, b.out(0), dtype, kBatch, T, kHidden, 1e-6f, stream);
   };

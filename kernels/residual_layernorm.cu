@@ -18,6 +18,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_reduce.cuh"
@@ -39,18 +41,18 @@ constexpr int kVecFormMaxD = 4 * kVecThreads * kVecPerThread;
 
 // One row's pointers, as every form computes them: row `row` of x, y and out, and the gate,
 // shift and scale rows of its batch entry.
-template <typename Out>
+template <typename Y, typename Out>
 struct RowPointers {
   float* x;
-  const float* y;
+  const Y* y;
   const float* gate;
   const float* shift;
   const float* scale;
   Out* out;
 };
 
-template <typename Out>
-__device__ __forceinline__ RowPointers<Out> row_pointers(float* x, const float* y, const float* gate, int gate_stride,
+template <typename Y, typename Out>
+__device__ __forceinline__ RowPointers<Y, Out> row_pointers(float* x, const Y* y, const float* gate, int gate_stride,
                                                          const float* shift, const float* scale, int mod_stride,
                                                          Out* out, int row, int T, int D) {
   const size_t b = static_cast<size_t>(row / T), offset = static_cast<size_t>(row) * D;
@@ -64,12 +66,25 @@ struct alignas(4 * sizeof(Out)) Out4 {
   Out v[4];
 };
 
+// Four consecutive branch values as floats: one 16-byte load for float, one 8-byte for 16-bit types.
+template <typename Y>
+__device__ __forceinline__ float4 load4(const Y* __restrict__ row, int quad) {
+  if constexpr (std::is_same_v<Y, float>) {
+    return reinterpret_cast<const float4*>(row)[quad];
+  } else {
+    const uint2 bits = reinterpret_cast<const uint2*>(row)[quad];
+    Y v[4];
+    memcpy(v, &bits, sizeof bits);
+    return make_float4(to_float(v[0]), to_float(v[1]), to_float(v[2]), to_float(v[3]));
+  }
+}
+
 // float4 form: one row per block of kVecThreads threads (D % 4 == 0, D <= kVecFormMaxD, every
-// pointer and stride 16-byte aligned in floats).
-template <typename Out>
+// float pointer and stride 16-byte aligned, y and out aligned to four of their elements).
+template <typename Y, typename Out>
 static __global__ void __launch_bounds__(kVecThreads)
     residual_layernorm_vec4_kernel(float* __restrict__ x,            // [B, T, D]
-                                   const float* __restrict__ y,      // [B, T, D]
+                                   const Y* __restrict__ y,          // [B, T, D]
                                    const float* __restrict__ gate,   // [B, gate_stride]
                                    int gate_stride,
                                    const float* __restrict__ shift,  // [B, mod_stride]
@@ -79,9 +94,9 @@ static __global__ void __launch_bounds__(kVecThreads)
   __shared__ float2 partials[kVecWarps];  // per warp: (sum, sum of squared deviations from its mean)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int quads = D / 4;
-  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
+  const RowPointers<Y, Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
   float4* xr = reinterpret_cast<float4*>(r.x);
-  const float4* yr = reinterpret_cast<const float4*>(r.y);
+  const Y* yr = r.y;
   const float4* g = reinterpret_cast<const float4*>(r.gate);
   const float4* sh = reinterpret_cast<const float4*>(r.shift);
   const float4* sc = reinterpret_cast<const float4*>(r.scale);
@@ -92,7 +107,7 @@ static __global__ void __launch_bounds__(kVecThreads)
   for (int j = 0; j < kVecPerThread; ++j) {
     const int q = threadIdx.x + kVecThreads * j;
     const bool in_row = q < quads;
-    const float4 xq = in_row ? xr[q] : zero, yq = in_row ? yr[q] : zero, gq = in_row ? g[q] : zero;
+    const float4 xq = in_row ? xr[q] : zero, yq = in_row ? load4(yr, q) : zero, gq = in_row ? g[q] : zero;
     shifts[j] = in_row ? sh[q] : zero;
     scales[j] = in_row ? sc[q] : zero;
     v[j] = make_float4(xq.x + gq.x * yq.x, xq.y + gq.y * yq.y, xq.z + gq.z * yq.z, xq.w + gq.w * yq.w);
@@ -152,10 +167,10 @@ static __global__ void __launch_bounds__(kVecThreads)
 }
 
 // Block form: one row per block of kRowThreads threads (D <= kBlockFormMaxD).
-template <typename Out>
+template <typename Y, typename Out>
 static __global__ void __launch_bounds__(kRowThreads)
     residual_layernorm_block_kernel(float* __restrict__ x,            // [B, T, D]
-                                    const float* __restrict__ y,      // [B, T, D]
+                                    const Y* __restrict__ y,          // [B, T, D]
                                     const float* __restrict__ gate,   // [B, gate_stride]
                                     int gate_stride,
                                     const float* __restrict__ shift,  // [B, mod_stride]
@@ -163,15 +178,16 @@ static __global__ void __launch_bounds__(kRowThreads)
                                     int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                     int T, int D, float inv_d, float eps) {
   __shared__ float scratch[32];
-  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
+  const RowPointers<Y, Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
   float* xr = r.x;
-  const float *yr = r.y, *g = r.gate, *sh = r.shift, *sc = r.scale;
+  const Y* yr = r.y;
+  const float *g = r.gate, *sh = r.shift, *sc = r.scale;
   Out* o = r.out;
   float v[kRowValues], shifts[kRowValues], scales[kRowValues];
 #pragma unroll
   for (int j = 0; j < kRowValues; ++j) {
     const int d = threadIdx.x + kRowThreads * j;
-    v[j] = d < D ? xr[d] + g[d] * yr[d] : 0.0f;
+    v[j] = d < D ? xr[d] + g[d] * to_float(yr[d]) : 0.0f;
     shifts[j] = d < D ? sh[d] : 0.0f;
     scales[j] = d < D ? sc[d] : 0.0f;
   }
@@ -201,9 +217,9 @@ static __global__ void __launch_bounds__(kRowThreads)
 }
 
 // Warp-per-row form for rows longer than kBlockFormMaxD.
-template <typename Out>
+template <typename Y, typename Out>
 static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,            // [B, T, D]
-                                                          const float* __restrict__ y,      // [B, T, D]
+                                                          const Y* __restrict__ y,          // [B, T, D]
                                                           const float* __restrict__ gate,   // [B, gate_stride]
                                                           int gate_stride,
                                                           const float* __restrict__ shift,  // [B, mod_stride]
@@ -213,13 +229,14 @@ static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,
   const int lane = threadIdx.x % 32;
   const int row = blockIdx.x * kResidualLayerNormWarps + threadIdx.x / 32;
   if (row >= rows) return;  // whole warps leave together
-  const RowPointers<Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, row, T, D);
+  const RowPointers<Y, Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, row, T, D);
   float* xr = r.x;
-  const float *yr = r.y, *g = r.gate, *sh = r.shift, *sc = r.scale;
+  const Y* yr = r.y;
+  const float *g = r.gate, *sh = r.shift, *sc = r.scale;
   Out* o = r.out;
   float sum = 0.0f;
   for (int d = lane; d < D; d += 32) {
-    const float updated = xr[d] + g[d] * yr[d];
+    const float updated = xr[d] + g[d] * to_float(yr[d]);
     xr[d] = updated;  // read back below by this same lane only
     sum += updated;
   }
@@ -229,26 +246,25 @@ static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-template <typename Out>
-static void launch_residual_layernorm_modulate(float* x, const float* y, const float* gate, int gate_stride,
+template <typename Y, typename Out>
+static void launch_residual_layernorm_modulate(float* x, const Y* y, const float* gate, int gate_stride,
                                                const float* shift, const float* scale, int mod_stride, Out* out,
                                                int B, int T, int D, float eps, cudaStream_t stream) {
   const int rows = B * T;
   const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   const bool vec4 = D % 4 == 0 && D <= kVecFormMaxD && gate_stride % 4 == 0 && mod_stride % 4 == 0 &&
-                    aligned16(x) && aligned16(y) && aligned16(gate) && aligned16(shift) && aligned16(scale) &&
+                    aligned16(x) && reinterpret_cast<uintptr_t>(y) % (4 * sizeof(Y)) == 0 && aligned16(gate) &&
+                    aligned16(shift) && aligned16(scale) &&
                     reinterpret_cast<uintptr_t>(out) % (4 * sizeof(Out)) == 0;
   if (vec4) {
-    residual_layernorm_vec4_kernel<Out><<<rows, kVecThreads, 0, stream>>>(x, y, gate, gate_stride, shift, scale,
-                                                                         mod_stride, out, T, D,
-                                                                         1.0f / static_cast<float>(D), eps);
+    residual_layernorm_vec4_kernel<Y, Out><<<rows, kVecThreads, 0, stream>>>(
+        x, y, gate, gate_stride, shift, scale, mod_stride, out, T, D, 1.0f / static_cast<float>(D), eps);
   } else if (D <= kBlockFormMaxD) {
-    residual_layernorm_block_kernel<Out><<<rows, kRowThreads, 0, stream>>>(x, y, gate, gate_stride, shift, scale,
-                                                                          mod_stride, out, T, D,
-                                                                          1.0f / static_cast<float>(D), eps);
+    residual_layernorm_block_kernel<Y, Out><<<rows, kRowThreads, 0, stream>>>(
+        x, y, gate, gate_stride, shift, scale, mod_stride, out, T, D, 1.0f / static_cast<float>(D), eps);
   } else {
     const int blocks = (rows + kResidualLayerNormWarps - 1) / kResidualLayerNormWarps;
-    residual_layernorm_modulate_kernel<Out><<<blocks, kResidualLayerNormWarps * 32, 0, stream>>>(
+    residual_layernorm_modulate_kernel<Y, Out><<<blocks, kResidualLayerNormWarps * 32, 0, stream>>>(
         x, y, gate, gate_stride, shift, scale, mod_stride, out, rows, T, D, eps);
   }
   DIT_LAUNCH_CHECK();
@@ -257,24 +273,27 @@ static void launch_residual_layernorm_modulate(float* x, const float* y, const f
 // ---------------------------------------------------------------------------------------------
 // Public entry
 
-void residual_layernorm_modulate(float* x, const float* y, const float* gate, int gate_stride, const float* shift,
-                                 const float* scale, int mod_stride, void* out, DeviceDtype out_dtype, int B, int T,
-                                 int D, float eps, cudaStream_t stream) {
+void residual_layernorm_modulate(float* x, const void* y, DeviceDtype y_dtype, const float* gate, int gate_stride,
+                                 const float* shift, const float* scale, int mod_stride, void* out,
+                                 DeviceDtype out_dtype, int B, int T, int D, float eps, cudaStream_t stream) {
   const char* op = "dit::cuda::residual_layernorm_modulate";
   require(B > 0 && T > 0 && D > 0, op, "non-positive size");
   require(static_cast<int64_t>(B) * T < (int64_t{1} << 31), op, "too many rows");
   require(gate_stride >= D && mod_stride >= D, op, "a modulation stride is smaller than D");
   require(eps > 0.0f, op, "eps must be positive");
   require_aligned(x, alignof(float), op, "x");
-  require_aligned(y, alignof(float), op, "y");
+  require_aligned(y, dtype_bytes(y_dtype), op, "y");
   require_aligned(gate, alignof(float), op, "gate");
   require_aligned(shift, alignof(float), op, "shift");
   require_aligned(scale, alignof(float), op, "scale");
   require_aligned(out, dtype_bytes(out_dtype), op, "out");
-  dispatch_dtype(out_dtype, [&](auto tag) {
-    using Out = typename decltype(tag)::type;
-    launch_residual_layernorm_modulate(x, y, gate, gate_stride, shift, scale, mod_stride, static_cast<Out*>(out), B,
-                                       T, D, eps, stream);
+  dispatch_dtype(y_dtype, [&](auto y_tag) {
+    using Y = typename decltype(y_tag)::type;
+    dispatch_dtype(out_dtype, [&](auto tag) {
+      using Out = typename decltype(tag)::type;
+      launch_residual_layernorm_modulate(x, static_cast<const Y*>(y), gate, gate_stride, shift, scale, mod_stride,
+                                         static_cast<Out*>(out), B, T, D, eps, stream);
+    });
   });
 }
 

@@ -1,7 +1,8 @@
-// The CUDA DiT (model/cuda_model.h). Storage: the residual stream, the conditioning, the
-// modulations and every GEMM output that feeds a residual are float32; GEMM operands (weights,
-// LayerNorm outputs, qkv, attention output, MLP hidden) are in the compute dtype (float32 for
-// fp32/tf32, else fp16/bf16), always with float32 accumulation. The timestep MLP, the patch
+// The CUDA DiT (model/cuda_model.h). Storage: the residual stream, the conditioning and the
+// modulations are float32; GEMM operands (weights, LayerNorm outputs, qkv, attention output, MLP
+// hidden) and the two branch outputs that feed the residual (attention proj, fc2) are in the
+// compute dtype (float32 for fp32/tf32, else fp16/bf16), always with float32 accumulation; the
+// gated residual adds a 16-bit branch into the float32 stream in float32. The timestep MLP, the patch
 // embedding and the label table stay float32 at every precision: they are 0.3% of the weights
 // and every modulation of the network derives from them.
 //
@@ -101,7 +102,7 @@ struct Activations {
   void* normed = nullptr;         // [rows, T, D] compute dtype, LN + modulation
   void* qkv = nullptr;            // [rows, T, 3, H, hd] compute dtype
   void* attention = nullptr;      // [rows, T, H, hd] compute dtype
-  float* branch = nullptr;        // [rows, T, D] attention-proj / fc2 output
+  void* branch = nullptr;         // [rows, T, D] attention-proj / fc2 output, compute dtype
   void* mlp_hidden = nullptr;     // [rows, T, 4D] compute dtype
   float* final_tokens = nullptr;  // [rows, T, p*p*out_channels]
   float* out = nullptr;           // [rows, out_channels, S, S]
@@ -239,9 +240,9 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   for (int i = 0; i < config_.depth; ++i) {
     const std::string block = "blocks." + std::to_string(i) + ".";
     add_linear(block + "attn.qkv", compute_);
-    add_linear(block + "attn.proj", f32);
+    add_linear(block + "attn.proj", compute_);
     add_linear(block + "mlp.fc1", compute_);
-    add_linear(block + "mlp.fc2", f32);
+    add_linear(block + "mlp.fc2", compute_);
   }
   add_linear("final_layer.linear", f32);
 
@@ -353,7 +354,7 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.normed = alloc.take(R * T * D * compute_bytes);
   a.qkv = alloc.take(R * T * 3 * D * compute_bytes);
   a.attention = alloc.take(R * T * D * compute_bytes);
-  a.branch = alloc.template take<float>(R * T * D);
+  a.branch = alloc.take(R * T * D * cuda::dtype_bytes(compute_));
   a.mlp_hidden = alloc.take(R * T * static_cast<size_t>(c.mlp_hidden()) * compute_bytes);
   a.final_tokens = alloc.template take<float>(R * T * out_dim);
   a.out = alloc.template take<float>(R * c.out_channels() * S2);
@@ -491,14 +492,14 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
     // normed holds LN(h) modulated for this block's attention
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
     cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
-    linear(block.proj, act_.attention, compute_, act_.branch, f32, tokens, GemmEpilogue::bias);
-    cuda::residual_layernorm_modulate(act_.residual, act_.branch, chunk_of(i, 2), NM, chunk_of(i, 3), chunk_of(i, 4),
-                                      NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
+    linear(block.proj, act_.attention, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
+    cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 2), NM, chunk_of(i, 3),
+                                      chunk_of(i, 4), NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
     mlp_up(block.fc1, tokens);
-    linear(block.fc2, act_.mlp_hidden, compute_, act_.branch, f32, tokens, GemmEpilogue::bias);
+    linear(block.fc2, act_.mlp_hidden, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
     // the residual of this MLP, then the LayerNorm of the next block's attention (or the final layer)
     const bool last = i + 1 == c.depth;
-    cuda::residual_layernorm_modulate(act_.residual, act_.branch, chunk_of(i, 5), NM,
+    cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 5), NM,
                                       last ? final_shift : chunk_of(i + 1, 0), last ? final_scale : chunk_of(i + 1, 1),
                                       NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
   }
