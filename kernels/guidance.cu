@@ -23,12 +23,9 @@ static __global__ void guidance_combine_kernel(float* out,  // [2B, C, HW]
     const size_t b = i / (static_cast<size_t>(HW) * guided);
     const size_t cond_index = (b * C + c) * HW + pixel;
     const size_t uncond_index = ((b + B) * C + c) * HW + pixel;
-    // float64 as the CPU reference, rounded once: the halves of the sampler stay bit-comparable.
-    const double cond = out[cond_index], uncond = out[uncond_index];
-    const float guided_value =
-        static_cast<float>(__dadd_rn(uncond, __dmul_rn(static_cast<double>(scale), __dsub_rn(cond, uncond))));
-    out[cond_index] = guided_value;
-    out[uncond_index] = guided_value;
+    const float value = guided_value(out[cond_index], out[uncond_index], scale);
+    out[cond_index] = value;
+    out[uncond_index] = value;
   }
 }
 

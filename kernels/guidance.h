@@ -15,6 +15,15 @@ void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_
 
 namespace dit::cuda {
 
+#if defined(__CUDACC__)
+// uncond + scale * (cond - uncond) in float64 as the CPU reference, rounded once: the guided
+// value of every device path (guidance_combine, loop_step) has the reference's bits.
+__device__ __forceinline__ float guided_value(float cond, float uncond, float scale) {
+  const double c = cond, u = uncond;
+  return static_cast<float>(__dadd_rn(u, __dmul_rn(static_cast<double>(scale), __dsub_rn(c, u))));
+}
+#endif
+
 // As dit::cpu::guidance_combine on a device float32 buffer.
 void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels,
                       cudaStream_t stream);

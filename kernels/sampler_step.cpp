@@ -5,6 +5,21 @@
 #include <cmath>
 #include <cstdint>
 
+namespace dit {
+
+DdimScalars ddim_scalars(const StepCoefficients& k, float eta) {
+  const double ac = k.alpha_cumprod, ac_prev = k.alpha_cumprod_prev;
+  DdimScalars s;
+  s.sigma = static_cast<float>(eta * std::sqrt((1.0 - ac_prev) / (1.0 - ac)) * std::sqrt(1.0 - ac / ac_prev));
+  s.sqrt_ac_prev = static_cast<float>(std::sqrt(ac_prev));
+  s.eps_coefficient =
+      static_cast<float>(std::sqrt(1.0 - ac_prev - static_cast<double>(s.sigma) * static_cast<double>(s.sigma)));
+  s.add_noise = !k.last_step && s.sigma != 0.0f;
+  return s;
+}
+
+}  // namespace dit
+
 namespace dit::cpu {
 
 void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
@@ -33,13 +48,7 @@ void ddpm_step(float* x, const float* model_out, const float* noise, int N, int 
 
 void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
                const StepCoefficients& k, float eta) {
-  const double ac = k.alpha_cumprod, ac_prev = k.alpha_cumprod_prev;
-  const float sigma = static_cast<float>(eta * std::sqrt((1.0 - ac_prev) / (1.0 - ac)) *
-                                         std::sqrt(1.0 - ac / ac_prev));
-  const float sqrt_ac_prev = static_cast<float>(std::sqrt(ac_prev));
-  const float eps_coefficient = static_cast<float>(
-      std::sqrt(1.0 - ac_prev - static_cast<double>(sigma) * static_cast<double>(sigma)));
-  const bool add_noise = !k.last_step && sigma != 0.0f;
+  const auto [sigma, sqrt_ac_prev, eps_coefficient, add_noise] = ddim_scalars(k, eta);
   for (int n = 0; n < N; ++n)
     for (int c = 0; c < C; ++c) {
       float* xr = x + (static_cast<int64_t>(n) * C + c) * HW;

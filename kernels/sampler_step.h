@@ -20,6 +20,16 @@ struct StepCoefficients {
   bool last_step;                        // t == 0: no noise is added
 };
 
+// DDIM's per-step scalars, derived from the coefficients and eta in float64 and rounded once
+// (every backend's DDIM update takes them from here).
+struct DdimScalars {
+  float sigma;            // eta * sqrt((1 - ac_prev) / (1 - ac)) * sqrt(1 - ac / ac_prev)
+  float sqrt_ac_prev;     // sqrt(ac_prev)
+  float eps_coefficient;  // sqrt(1 - ac_prev - sigma^2)
+  bool add_noise;         // !last_step && sigma != 0
+};
+DdimScalars ddim_scalars(const StepCoefficients& k, float eta);
+
 }  // namespace dit
 
 namespace dit::cpu {
@@ -52,6 +62,43 @@ void ddpm_step(float* x, const float* model_out, const float* noise, int N, int 
                const StepCoefficients& k, cudaStream_t stream);
 void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
                const StepCoefficients& k, float eta, cudaStream_t stream);
+
+// One step of a sampling loop as a table entry on the device: everything that changes from one
+// step to the next lives here, so that the step (forward pass and update) can be captured once as
+// a CUDA Graph and replayed for every step.
+struct LoopStep {
+  StepCoefficients k;
+  DdimScalars ddim;
+  bool use_ddim;            // else DDPM
+  bool add_noise;           // DDPM: !k.last_step; DDIM: ddim.add_noise
+  uint32_t noise_slot;      // noise_slot_for_step(i)
+  float guidance_scale;     // read when the loop is guided
+  int64_t next_modulation;  // offset in floats, in the modulation chunk, of the next step's
+                            // modulations, or -1 when they are not there yet (the host copies them)
+};
+
+struct LoopStepArgs {
+  const LoopStep* steps;         // [steps] the table
+  int* step;                     // [1] the table entry this launch applies; advanced by one
+  unsigned* blocks_done;         // [1] 0 between launches (the kernel's last block resets it)
+  float* x_state;                // [images, C, HW] the latents, updated in place
+  float* x_in;                   // [rows, C, HW] the next forward pass's input: x_state, twice if guided
+  const float* model_out;        // [rows, 2C, HW] this step's forward pass (cond rows, then uncond)
+  const uint64_t* seeds;         // [images]
+  const float* modulation_chunk; // the chunk that next_modulation indexes
+  float* modulation;             // [modulation_floats] the forward pass's modulations
+  int64_t modulation_floats;
+  int images, C, HW;
+  bool guided;                   // rows = 2 * images: classifier-free guidance on channels
+  int guided_channels;           // [0, guided_channels) of the 2C output channels
+};
+
+// Applies table entry *step, exactly as guidance_combine, gaussian_noise_rows (stream 0, slot
+// noise_slot), ddpm_step or ddim_step and the copies of x_state into x_in would in sequence,
+// for the conditional rows only (the unconditional half of x_state is never read: the next
+// forward pass sees x[:images] twice). Then copies the next step's modulations when the entry
+// names them, and advances *step.
+void loop_step(const LoopStepArgs& args, cudaStream_t stream);
 
 }  // namespace dit::cuda
 #endif

@@ -12,7 +12,9 @@
 // once per chunk instead of once per step); each gated residual is fused with the LayerNorm
 // that follows it; the forward pass of a batch size is captured once as a CUDA Graph and
 // replayed (DIT_CUDA_GRAPHS=0 runs it eagerly instead), in forward() and forward_with_cfg()
-// with the conditioning and the adaLN GEMM inside it. Running that GEMM in column groups on a
+// with the conditioning and the adaLN GEMM inside it; in sample() one graph holds a whole step
+// (the forward pass, then cuda::loop_step: guidance, noise, the update, the next step's inputs),
+// replayed for every step, its per-step values read from a table on the device. Running that GEMM in column groups on a
 // second stream beside the first blocks measured no faster on an H200 (1.71 against 1.70 ms at
 // 256 batch 2, 5.07 against 5.09 at 512): the blocks' GEMMs leave it no room.
 #include "model/cuda_model.h"
@@ -25,6 +27,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -106,11 +109,12 @@ struct Activations {
   void* mlp_hidden = nullptr;     // [rows, T, 4D] compute dtype
   float* final_tokens = nullptr;  // [rows, T, p*p*out_channels]
   float* out = nullptr;           // [rows, out_channels, S, S]
-  float* x_state = nullptr;       // [rows, C, S, S] the sampler's latents
-  float* noise = nullptr;         // [rows, C, S, S]
-  uint64_t* seeds = nullptr;      // [rows]
-  uint32_t* initial_streams = nullptr;  // [rows] all 0: both halves start from the same x_T
-  uint32_t* step_streams = nullptr;     // [rows] 0 conditional rows, 1 unconditional rows
+  float* x_state = nullptr;       // [rows, C, S, S] the sampler's latents (the first images rows)
+  uint64_t* seeds = nullptr;      // [rows] one per image
+  uint32_t* initial_streams = nullptr;  // [rows] all 0: x_T is each image's stream-0 noise
+  cuda::LoopStep* loop_steps = nullptr;  // [steps] sample()'s step table
+  int* loop_step = nullptr;              // [1] the table entry the next cuda::loop_step applies
+  unsigned* loop_blocks_done = nullptr;  // [1] cuda::loop_step's count of finished blocks
 };
 
 class CudaDitModel final : public DitModel {
@@ -149,8 +153,13 @@ class CudaDitModel final : public DitModel {
   // x_in and modulation [rows] -> out; everything on stream_. With `with_modulation` the pass
   // first computes the modulation from timesteps and labels [rows].
   void run_forward(int rows, bool with_modulation);
-  // run_forward through the CUDA Graph of this batch size and form (captured after one eager run).
-  void forward_step(int rows, bool with_modulation);
+  struct CapturedGraph {
+    cudaGraphExec_t exec = nullptr;
+    int rows = 0, images = 0;  // what it was captured for
+  };
+  // `run` replayed from `graph` when that was captured for (rows, images); else run eagerly, then
+  // captured into `graph` (`what` names it in the warning when capture fails).
+  void run_graphed(CapturedGraph& graph, int rows, int images, const std::function<void()>& run, const char* what);
   void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype,
               int M, GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
@@ -165,11 +174,8 @@ class CudaDitModel final : public DitModel {
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
-  struct ForwardGraph {
-    cudaGraphExec_t exec = nullptr;
-    int rows = 0;
-  };
-  ForwardGraph graphs_[2];  // [with_modulation]: sample()'s steps, forward()'s passes
+  CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
+  CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
 
   const float* patch_weight_ = nullptr;  // [D, C, p, p]
   const float* patch_bias_ = nullptr;    // [D]
@@ -359,10 +365,11 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.final_tokens = alloc.template take<float>(R * T * out_dim);
   a.out = alloc.template take<float>(R * c.out_channels() * S2);
   a.x_state = alloc.template take<float>(R * c.in_channels * S2);
-  a.noise = alloc.template take<float>(R * c.in_channels * S2);
   a.seeds = alloc.template take<uint64_t>(R);
   a.initial_streams = alloc.template take<uint32_t>(R);
-  a.step_streams = alloc.template take<uint32_t>(R);
+  a.loop_steps = alloc.template take<cuda::LoopStep>(static_cast<size_t>(steps));
+  a.loop_step = alloc.template take<int>(1);
+  a.loop_blocks_done = alloc.template take<unsigned>(1);
   return a;
 }
 
@@ -412,9 +419,9 @@ void CudaDitModel::keep_activations_in_l2() {
 }
 
 void CudaDitModel::release_graph() {
-  for (ForwardGraph& graph : graphs_) {
-    if (graph.exec) cudaGraphExecDestroy(graph.exec);  // cannot fail for a valid graph
-    graph = ForwardGraph{};
+  for (CapturedGraph* graph : {&forward_graph_, &step_graph_}) {
+    if (graph->exec) cudaGraphExecDestroy(graph->exec);  // cannot fail for a valid graph
+    *graph = CapturedGraph{};
   }
 }
 
@@ -508,26 +515,27 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
   cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
 }
 
-// The first forward pass of a batch size runs eagerly (making every GEMM plan, which queries
-// the device); it is then captured, and later passes replay the graph: the same kernels with the
-// same arguments, so the same bytes. A capture that fails leaves the model eager, with a warning.
-void CudaDitModel::forward_step(int rows, bool with_modulation) {
-  ForwardGraph& graph = graphs_[with_modulation ? 1 : 0];
-  if (use_graphs_ && graph.exec && graph.rows == rows) {
+// The first run of a shape goes eagerly (making every GEMM plan, which queries the device); it
+// is then captured, and later runs replay the graph: the same kernels with the same arguments,
+// so the same bytes. A capture that fails leaves the model eager, with a warning.
+void CudaDitModel::run_graphed(CapturedGraph& graph, int rows, int images, const std::function<void()>& run,
+                               const char* what) {
+  if (use_graphs_ && graph.exec && graph.rows == rows && graph.images == images) {
     DIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
     return;
   }
-  run_forward(rows, with_modulation);
+  run();
   if (!use_graphs_) return;
   if (graph.exec) cudaGraphExecDestroy(graph.exec);
-  graph = ForwardGraph{};
+  graph = CapturedGraph{};
   try {
-    graph.exec = cuda::capture_graph(stream_, [&] { run_forward(rows, with_modulation); });
+    graph.exec = cuda::capture_graph(stream_, run);
     graph.rows = rows;
+    graph.images = images;
   } catch (const Error& error) {
     cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
     use_graphs_ = false;
-    std::fprintf(stderr, "dit: the forward pass could not be captured as a CUDA Graph; it runs eagerly (%s)\n",
+    std::fprintf(stderr, "dit: %s could not be captured as a CUDA Graph; it runs eagerly (%s)\n", what,
                  error.what());
   }
 }
@@ -559,7 +567,7 @@ Tensor CudaDitModel::forward(const Tensor& x, std::span<const int64_t> t, std::s
   upload(act_.x_in, x.ptr(), x.data.size() * sizeof(float));
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  forward_step(rows, true);
+  run_graphed(forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
   Tensor out({rows, config_.out_channels(), config_.input_size, config_.input_size});
   download(out.ptr(), act_.out, out.data.size() * sizeof(float));
   return out;
@@ -579,7 +587,7 @@ Tensor CudaDitModel::forward_with_cfg(const Tensor& x, std::span<const int64_t> 
   upload(reinterpret_cast<std::byte*>(act_.x_in) + half_bytes, x.ptr(), half_bytes);
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  forward_step(rows, true);
+  run_graphed(forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
   const int HW = config_.input_size * config_.input_size;
   cuda::guidance_combine(act_.out, rows / 2, config_.out_channels(), HW, cfg_scale,
                          std::min(kGuidedChannels, config_.out_channels()), stream_);
@@ -611,55 +619,76 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   const std::vector<int64_t> labels = batch_labels(request, c);
   std::vector<int64_t> step_labels(static_cast<size_t>(steps) * rows);
   for (int i = 0; i < steps; ++i) std::copy(labels.begin(), labels.end(), step_labels.begin() + static_cast<size_t>(i) * rows);
-  std::vector<uint64_t> seeds(rows);
-  std::vector<uint32_t> initial_streams(rows, 0), step_streams(rows);
-  for (int r = 0; r < rows; ++r) {
-    seeds[r] = request.seeds[r % images];
-    step_streams[r] = static_cast<uint32_t>(r / images);
-  }
+  std::vector<uint64_t> seeds(request.seeds.begin(), request.seeds.begin() + images);
+  const std::vector<uint32_t> initial_streams(images, 0);
   std::vector<int64_t> timesteps(static_cast<size_t>(steps) * rows);
   for (int i = 0; i < steps; ++i)
     std::fill_n(timesteps.begin() + static_cast<size_t>(i) * rows, rows, schedule.timestep_map[steps - 1 - i]);
+
+  // The step table: what changes from step to step, read by cuda::loop_step on the device, so
+  // one captured graph serves every step. Step i's modulations are row block i % chunk of the
+  // chunk's; loop_step copies the next step's into place unless they start a new chunk.
+  const int chunk = chunk_steps(rows, steps);
+  const size_t modulation_row_floats = static_cast<size_t>(rows) * modulation_width();
+  std::vector<cuda::LoopStep> table(steps);
+  for (int i = 0; i < steps; ++i) {
+    cuda::LoopStep& entry = table[i];
+    entry.k = step_coefficients(schedule, steps - 1 - i);
+    entry.use_ddim = request.sampler == SamplerKind::ddim;
+    entry.ddim = ddim_scalars(entry.k, request.eta);
+    entry.add_noise = entry.use_ddim ? entry.ddim.add_noise : !entry.k.last_step;
+    entry.noise_slot = noise_slot_for_step(i);
+    entry.guidance_scale = request.cfg_scale;
+    const bool next_in_chunk = i + 1 < steps && (i + 1) % chunk != 0;
+    entry.next_modulation = next_in_chunk ? static_cast<int64_t>((i + 1) % chunk * modulation_row_floats) : -1;
+  }
   upload(act_.labels, step_labels.data(), step_labels.size() * sizeof(int64_t));
   upload(act_.seeds, seeds.data(), seeds.size() * sizeof(uint64_t));
   upload(act_.initial_streams, initial_streams.data(), initial_streams.size() * sizeof(uint32_t));
-  upload(act_.step_streams, step_streams.data(), step_streams.size() * sizeof(uint32_t));
   upload(act_.timesteps, timesteps.data(), timesteps.size() * sizeof(int64_t));
+  upload(act_.loop_steps, table.data(), table.size() * sizeof(cuda::LoopStep));
+  DIT_CUDA_CHECK(cudaMemsetAsync(act_.loop_step, 0, sizeof(int), stream_));
+  DIT_CUDA_CHECK(cudaMemsetAsync(act_.loop_blocks_done, 0, sizeof(unsigned), stream_));
 
-  // x_T: each image's slot-0 noise (stream 0), the same in both halves as upstream's cat([z, z]).
-  cuda::gaussian_noise_rows(act_.seeds, act_.initial_streams, kNoiseSlotInitial, act_.x_state, rows, per_image,
+  // x_T: each image's slot-0 noise (stream 0); the model sees it twice under guidance, as
+  // upstream's cat([z, z]).
+  cuda::gaussian_noise_rows(act_.seeds, act_.initial_streams, kNoiseSlotInitial, act_.x_state, images, per_image,
                             stream_);
+  for (int half = 0; half < rows / images; ++half)
+    DIT_CUDA_CHECK(cudaMemcpyAsync(act_.x_in + static_cast<size_t>(half) * images * per_image, act_.x_state,
+                                   images * image_bytes, cudaMemcpyDeviceToDevice, stream_));
 
-  const int chunk = chunk_steps(rows, steps);
-  const size_t modulation_row_floats = static_cast<size_t>(rows) * modulation_width();
+  cuda::LoopStepArgs loop;
+  loop.steps = act_.loop_steps;
+  loop.step = act_.loop_step;
+  loop.blocks_done = act_.loop_blocks_done;
+  loop.x_state = act_.x_state;
+  loop.x_in = act_.x_in;
+  loop.model_out = act_.out;
+  loop.seeds = act_.seeds;
+  loop.modulation_chunk = act_.modulation_chunk;
+  loop.modulation = act_.modulation;
+  loop.modulation_floats = static_cast<int64_t>(modulation_row_floats);
+  loop.images = images;
+  loop.C = C;
+  loop.HW = HW;
+  loop.guided = guided;
+  loop.guided_channels = std::min(kGuidedChannels, c.out_channels());
+  const auto step = [&] {
+    run_forward(rows, false);
+    NvtxRange update_range("update");
+    cuda::loop_step(loop, stream_);
+  };
   for (int i = 0; i < steps; ++i) {
     NvtxRange step_range("step");
-    const int index = steps - 1 - i;
     if (i % chunk == 0) {  // the modulations of the next chunk of steps, in one adaLN GEMM
       const int chunk_rows = std::min(chunk, steps - i) * rows;
       compute_modulation(chunk_rows, act_.timesteps + static_cast<size_t>(i) * rows,
                          act_.labels + static_cast<size_t>(i) * rows, act_.modulation_chunk);
+      DIT_CUDA_CHECK(cudaMemcpyAsync(act_.modulation, act_.modulation_chunk, modulation_row_floats * sizeof(float),
+                                     cudaMemcpyDeviceToDevice, stream_));
     }
-    DIT_CUDA_CHECK(cudaMemcpyAsync(act_.modulation, act_.modulation_chunk + (i % chunk) * modulation_row_floats,
-                                   modulation_row_floats * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-    // the model sees x[:images] (twice under guidance: forward_with_cfg's cat([half, half]))
-    DIT_CUDA_CHECK(cudaMemcpyAsync(act_.x_in, act_.x_state, images * image_bytes, cudaMemcpyDeviceToDevice, stream_));
-    if (guided)
-      DIT_CUDA_CHECK(cudaMemcpyAsync(act_.x_in + static_cast<size_t>(images) * per_image, act_.x_state,
-                                     images * image_bytes, cudaMemcpyDeviceToDevice, stream_));
-    forward_step(rows, false);
-    if (guided)
-      cuda::guidance_combine(act_.out, images, c.out_channels(), HW, request.cfg_scale,
-                             std::min(kGuidedChannels, c.out_channels()), stream_);
-    const StepCoefficients k = step_coefficients(schedule, index);
-    const bool noisy = !k.last_step && (request.sampler == SamplerKind::ddpm || request.eta != 0.0f);
-    if (noisy)
-      cuda::gaussian_noise_rows(act_.seeds, act_.step_streams, noise_slot_for_step(i), act_.noise, rows, per_image,
-                                stream_);
-    if (request.sampler == SamplerKind::ddpm)
-      cuda::ddpm_step(act_.x_state, act_.out, noisy ? act_.noise : nullptr, rows, C, HW, k, stream_);
-    else
-      cuda::ddim_step(act_.x_state, act_.out, noisy ? act_.noise : nullptr, rows, C, HW, k, request.eta, stream_);
+    run_graphed(step_graph_, rows, images, step, "a sampling step");
     if (progress) {
       DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
       progress(i + 1, steps);

@@ -6,6 +6,7 @@
 // so the bound measures the kernel, not the input rounding. Each case prints its error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -523,6 +524,142 @@ INSTANTIATE_TEST_SUITE_P(sampler_step, CudaSamplerStep,
                          testing::Values(StepCase{false, 249, 0}, StepCase{false, 120, 0}, StepCase{false, 0, 0},
                                          StepCase{true, 249, 0}, StepCase{true, 120, 0.5f}, StepCase{true, 0, 1.0f},
                                          StepCase{true, 3, 1.0f}),
+                         [](const auto& info) { return info.param.name(); });
+
+// --- loop_step: one table-driven step of the sampling loop ---------------------------------------
+// Two consecutive launches on a two-entry table against the kernels it replaces, run in
+// sequence on the device (equal bits expected: the same device arithmetic), and against the
+// CPU reference of the same sequence.
+
+struct LoopStepCase {
+  bool ddim, guided;
+  int images, C, HW;  // C * HW % 4 != 0 exercises a partial Philox group
+  int index;          // respaced index of the first entry in a 250-step schedule; the second is index - 1
+  float eta;
+  std::string name() const {
+    return std::string(ddim ? "ddim" : "ddpm") + (guided ? "_cfg" : "") + "_n" + std::to_string(images) + "_c" +
+           std::to_string(C) + "_hw" + std::to_string(HW) + "_index" + std::to_string(index) + "_eta" +
+           std::to_string(static_cast<int>(eta * 10));
+  }
+};
+
+class CudaLoopStep : public testing::TestWithParam<LoopStepCase> {};
+
+TEST_P(CudaLoopStep, equals_the_kernels_it_replaces) {
+  const LoopStepCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int N = k.images, rows = k.guided ? 2 * N : N, C = k.C, HW = k.HW;
+  const size_t per_image = static_cast<size_t>(C) * HW, row_floats = 12;  // modulation floats of one step
+  const int guided_channels = std::min(3, 2 * C);
+  const float scale = 4.0f;
+  const DiffusionSchedule schedule = make_schedule(250);
+  vector<uint64_t> seeds(N);
+  for (int n = 0; n < N; ++n) seeds[n] = seed + 17 * static_cast<uint64_t>(n);
+
+  vector<cuda::LoopStep> table(2);
+  for (int s = 0; s < 2; ++s) {
+    cuda::LoopStep& e = table[s];
+    e.k = step_coefficients(schedule, k.index - s);
+    e.use_ddim = k.ddim;
+    e.ddim = ddim_scalars(e.k, k.eta);
+    e.add_noise = k.ddim ? e.ddim.add_noise : !e.k.last_step;
+    e.noise_slot = noise_slot_for_step(249 - k.index + s);
+    e.guidance_scale = scale;
+    e.next_modulation = s == 0 ? static_cast<int64_t>(row_floats) : -1;  // then "the host copies"
+  }
+  const vector<float> chunk = test::random_normal(3 * row_floats, seed + 5);
+  const vector<float> modulation0 = test::random_normal(row_floats, seed + 6);
+
+  const vector<float> x = test::random_normal(static_cast<size_t>(N) * per_image, seed);
+  DeviceTensor dx(x), dx_in(static_cast<size_t>(rows) * per_image), dout(static_cast<size_t>(rows) * 2 * per_image);
+  DeviceTensor dchunk(chunk), dmodulation(modulation0);
+  DeviceTensor ref_x(x), ref_out(static_cast<size_t>(rows) * 2 * per_image), ref_noise(static_cast<size_t>(N) * per_image);
+  const test::DeviceArray<uint64_t> dseeds(seeds);
+  const test::DeviceArray<uint32_t> dstreams(vector<uint32_t>(N, 0));
+  const test::DeviceArray<cuda::LoopStep> dtable(table);
+  const test::DeviceArray<int> dstep(vector<int>{0});
+  const test::DeviceArray<unsigned> ddone(vector<unsigned>{0});
+  cuda::LoopStepArgs args;
+  args.steps = dtable.data();
+  args.step = dstep.data();
+  args.blocks_done = ddone.data();
+  args.x_state = dx.f32();
+  args.x_in = dx_in.f32();
+  args.model_out = dout.f32();
+  args.seeds = dseeds.data();
+  args.modulation_chunk = dchunk.f32();
+  args.modulation = dmodulation.f32();
+  args.modulation_floats = static_cast<int64_t>(row_floats);
+  args.images = N;
+  args.C = C;
+  args.HW = HW;
+  args.guided = k.guided;
+  args.guided_channels = guided_channels;
+
+  vector<float> cpu_x = x;
+  for (int s = 0; s < 2; ++s) {
+    const std::string name = "loop_step/" + k.name() + "/entry" + std::to_string(s);
+    vector<float> model_out = test::random_normal(static_cast<size_t>(rows) * 2 * per_image, seed + 10 + s);
+    for (int r = 0; r < rows; ++r)  // v in [-1, 1], as the learned-range variance expects
+      for (size_t i = 0; i < per_image; ++i) {
+        float& v = model_out[(static_cast<size_t>(r) * 2 + 1) * per_image + i];
+        v = std::tanh(v);
+      }
+    dout.upload(model_out);
+    dx_in.poison();
+    cuda::loop_step(args, nullptr);
+
+    // the sequence it replaces, on the device
+    const cuda::LoopStep& e = table[s];
+    ref_out.upload(model_out);
+    if (k.guided) cuda::guidance_combine(ref_out.f32(), N, 2 * C, HW, scale, guided_channels, nullptr);
+    if (e.add_noise)
+      cuda::gaussian_noise_rows(dseeds.data(), dstreams.data(), e.noise_slot, ref_noise.f32(), N,
+                                static_cast<int64_t>(per_image), nullptr);
+    if (k.ddim)
+      cuda::ddim_step(ref_x.f32(), ref_out.f32(), ref_noise.f32(), N, C, HW, e.k, k.eta, nullptr);
+    else
+      cuda::ddpm_step(ref_x.f32(), ref_out.f32(), ref_noise.f32(), N, C, HW, e.k, nullptr);
+    const vector<float> expected = ref_x.download();
+    EXPECT_TRUE(expected == dx.download()) << name << ": x_state differs from the composed kernels (seed " << seed
+                                           << ")";
+    size_t unwritten = 0;
+    const vector<float> x_in = dx_in.download(&unwritten);
+    EXPECT_EQ(unwritten, 0u) << name << ": x_in not fully written";
+    for (int half = 0; half < rows / N; ++half)
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), x_in.begin() + half * expected.size()))
+          << name << ": x_in half " << half << " is not x_state";
+
+    // the CPU reference of the same sequence
+    if (k.guided) cpu::guidance_combine(model_out.data(), N, 2 * C, HW, scale, guided_channels);
+    vector<float> noise(static_cast<size_t>(N) * per_image);
+    for (int n = 0; n < N; ++n)
+      cpu::gaussian_noise(seeds[n], e.noise_slot, 0, noise.data() + n * per_image, static_cast<int64_t>(per_image));
+    if (k.ddim)
+      cpu::ddim_step(cpu_x.data(), model_out.data(), noise.data(), N, C, HW, e.k, k.eta);
+    else
+      cpu::ddpm_step(cpu_x.data(), model_out.data(), noise.data(), N, C, HW, e.k);
+    expect_close(name, dx.download(), 0, test::to_double(cpu_x), kElementwiseF32Bound, seed);
+
+    // entry 0 names the chunk's second row block; entry 1 leaves the modulations as they are
+    const vector<float> block(chunk.begin() + row_floats, chunk.begin() + 2 * row_floats);
+    EXPECT_TRUE(dmodulation.download() == block) << name << ": the modulations are not the chunk's second block";
+  }
+  int step = -1;
+  unsigned done = 1;
+  ASSERT_EQ(cudaMemcpy(&step, dstep.data(), sizeof step, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(&done, ddone.data(), sizeof done, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(step, 2) << "two launches advance the step twice";
+  EXPECT_EQ(done, 0u) << "the block count is reset for the next launch";
+}
+
+INSTANTIATE_TEST_SUITE_P(loop_step, CudaLoopStep,
+                         testing::Values(LoopStepCase{false, true, 2, 4, 1024, 249, 0},
+                                         LoopStepCase{false, false, 3, 4, 64, 120, 0},
+                                         LoopStepCase{false, true, 1, 3, 5, 1, 0},  // ends on the last step
+                                         LoopStepCase{true, true, 2, 4, 256, 200, 0},
+                                         LoopStepCase{true, true, 2, 4, 256, 120, 1.0f},
+                                         LoopStepCase{true, false, 3, 3, 7, 1, 0.5f}),
                          [](const auto& info) { return info.param.name(); });
 
 // --- class_embed_add (its reference is the lookup itself) ---------------------------------------
