@@ -28,8 +28,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <initializer_list>
-#include <optional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,7 +37,6 @@
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
 #include "kernels/guidance.h"
-#include "kernels/l2_prefetch.h"
 #include "kernels/layernorm_modulate.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
@@ -147,9 +144,6 @@ class CudaDitModel final : public DitModel {
   // RTX A5500's 6 MB), so the weights streaming through each block do not evict them; a larger
   // batch takes no window.
   void keep_activations_in_l2();
-  // Starts bringing `layers`' weights into L2 on prefetch_stream_, forked from stream_ here, as
-  // far as prefetch_budget_ allows (in order); run_forward joins the stream before it returns.
-  void prefetch_weights(std::initializer_list<const DeviceLinear*> layers);
   void release_graph();
   void check_inputs(const char* op, const Tensor& x, size_t timesteps, std::span<const int64_t> y) const;
   void upload(void* device, const void* host, size_t bytes);
@@ -180,13 +174,6 @@ class CudaDitModel final : public DitModel {
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
-  // L2 prefetch of the next GEMMs' weights beside the current kernels (DIT_L2_PREFETCH=0 turns
-  // it off, =load takes the load form): the budget is half the L2 left beside the persisting window.
-  std::optional<cuda::PrefetchMode> prefetch_mode_;
-  cudaStream_t prefetch_stream_ = nullptr;
-  cudaEvent_t prefetch_fork_ = nullptr, prefetch_join_ = nullptr;
-  size_t prefetch_budget_ = 0;
-  bool prefetch_pending_ = false;
   CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
   CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
 
@@ -228,14 +215,6 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
                                                    ", " + config_.name + " expects " + shape_string(shape));
   }
   DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  const char* prefetch = std::getenv("DIT_L2_PREFETCH");
-  const std::string prefetch_setting = prefetch ? prefetch : "";
-  if (prefetch_setting != "0") {
-    prefetch_mode_ = prefetch_setting == "load" ? cuda::PrefetchMode::load : cuda::PrefetchMode::prefetch;
-    DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&prefetch_stream_, cudaStreamNonBlocking));
-    DIT_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_fork_, cudaEventDisableTiming));
-    DIT_CUDA_CHECK(cudaEventCreateWithFlags(&prefetch_join_, cudaEventDisableTiming));
-  }
   NvtxRange range("cuda_model.load");
   upload_weights(weights);
   ensure_capacity(2, 1);
@@ -245,10 +224,6 @@ CudaDitModel::~CudaDitModel() {
   // destruction cannot report: statuses are dropped; the arenas are freed after the stream drains
   if (stream_) cudaStreamSynchronize(stream_);
   release_graph();
-  if (prefetch_stream_) cudaStreamSynchronize(prefetch_stream_);
-  if (prefetch_fork_) cudaEventDestroy(prefetch_fork_);
-  if (prefetch_join_) cudaEventDestroy(prefetch_join_);
-  if (prefetch_stream_) cudaStreamDestroy(prefetch_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -418,12 +393,10 @@ void CudaDitModel::ensure_capacity(int rows, int steps) {
 }
 
 void CudaDitModel::keep_activations_in_l2() {
-  int device = 0, max_persisting = 0, max_window = 0, l2_bytes = 0;
+  int device = 0, max_persisting = 0, max_window = 0;
   DIT_CUDA_CHECK(cudaGetDevice(&device));
   DIT_CUDA_CHECK(cudaDeviceGetAttribute(&max_persisting, cudaDevAttrMaxPersistingL2CacheSize, device));
   DIT_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device));
-  DIT_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
-  prefetch_budget_ = static_cast<size_t>(std::max(l2_bytes, 0)) / 2;
   if (max_persisting <= 0 || max_window <= 0) return;
   const size_t T = config_.tokens(), mlp = config_.mlp_hidden();
   const auto* begin = reinterpret_cast<const std::byte*>(act_.modulation);
@@ -434,7 +407,6 @@ void CudaDitModel::keep_activations_in_l2() {
   // (batch 64 at 256: 40.8 ms against 29.6 without; 512 batch 2: 5.25 against 5.07), while a
   // whole one helped (256 batch 2: 1.69 against 1.71 ms; one image 406 against 411 ms).
   const bool fits = window <= static_cast<size_t>(max_persisting) && window <= static_cast<size_t>(max_window);
-  if (fits) prefetch_budget_ = (static_cast<size_t>(l2_bytes) - std::min(window, static_cast<size_t>(l2_bytes))) / 2;
   DIT_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, fits ? window : 0));
   cudaStreamAttrValue attribute{};
   attribute.accessPolicyWindow.base_ptr = fits ? const_cast<std::byte*>(begin) : nullptr;
@@ -451,20 +423,6 @@ void CudaDitModel::release_graph() {
     if (graph->exec) cudaGraphExecDestroy(graph->exec);  // cannot fail for a valid graph
     *graph = CapturedGraph{};
   }
-}
-
-void CudaDitModel::prefetch_weights(std::initializer_list<const DeviceLinear*> layers) {
-  if (!prefetch_mode_ || prefetch_budget_ == 0) return;
-  DIT_CUDA_CHECK(cudaEventRecord(prefetch_fork_, stream_));
-  DIT_CUDA_CHECK(cudaStreamWaitEvent(prefetch_stream_, prefetch_fork_, 0));
-  size_t left = prefetch_budget_;
-  for (const DeviceLinear* layer : layers) {
-    const size_t bytes = std::min(left, static_cast<size_t>(layer->out) * layer->in * cuda::dtype_bytes(compute_));
-    cuda::prefetch_l2(layer->weight, bytes, *prefetch_mode_, prefetch_stream_);
-    left -= bytes;
-    if (left == 0) break;
-  }
-  prefetch_pending_ = true;
 }
 
 void CudaDitModel::upload(void* device, const void* host, size_t bytes) {
@@ -531,10 +489,6 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
   const float* final_shift = act_.modulation + static_cast<size_t>(c.depth) * 6 * D;
   const float* final_scale = final_shift + D;
 
-  // Each block's weights come into L2 beside the kernels before their GEMMs: qkv during the
-  // patch embedding (block 0) or the previous block's last LayerNorm, proj and fc1 during the
-  // attention, fc2 during the LayerNorm and fc1 before it.
-  prefetch_weights({&blocks_[0].qkv});
   cuda::patch_embed(act_.x_in, patch_weight_, patch_bias_, pos_embed_, act_.residual, rows, c.in_channels,
                     c.input_size, p, D, stream_);
   cuda::layernorm_modulate(act_.residual, chunk_of(0, 0), chunk_of(0, 1), NM, act_.normed, compute_, rows, T, D,
@@ -544,15 +498,12 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
     const DeviceBlock& block = blocks_[i];
     // normed holds LN(h) modulated for this block's attention
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
-    prefetch_weights({&block.proj, &block.fc1});
     cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
     linear(block.proj, act_.attention, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
     cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 2), NM, chunk_of(i, 3),
                                       chunk_of(i, 4), NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
-    prefetch_weights({&block.fc2});
     mlp_up(block.fc1, tokens);
     linear(block.fc2, act_.mlp_hidden, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
-    if (i + 1 < c.depth) prefetch_weights({&blocks_[i + 1].qkv});
     // the residual of this MLP, then the LayerNorm of the next block's attention (or the final layer)
     const bool last = i + 1 == c.depth;
     cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 5), NM,
@@ -562,11 +513,6 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
   NvtxRange final_range("final_layer");
   linear(final_linear_, act_.normed, compute_, act_.final_tokens, f32, tokens, GemmEpilogue::bias);
   cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
-  if (prefetch_pending_) {  // the prefetch stream joins back (a captured graph must end joined)
-    DIT_CUDA_CHECK(cudaEventRecord(prefetch_join_, prefetch_stream_));
-    DIT_CUDA_CHECK(cudaStreamWaitEvent(stream_, prefetch_join_, 0));
-    prefetch_pending_ = false;
-  }
 }
 
 // The first run of a shape goes eagerly (making every GEMM plan, which queries the device); it

@@ -21,7 +21,6 @@
 #include "kernels/class_embed.h"
 #include "kernels/gated_residual.h"
 #include "kernels/guidance.h"
-#include "kernels/l2_prefetch.h"
 #include "kernels/layernorm_modulate.h"
 #include "kernels/linear.h"
 #include "kernels/noise.h"
@@ -662,46 +661,6 @@ INSTANTIATE_TEST_SUITE_P(loop_step, CudaLoopStep,
                                          LoopStepCase{true, true, 2, 4, 256, 120, 1.0f},
                                          LoopStepCase{true, false, 3, 3, 7, 1, 0.5f}),
                          [](const auto& info) { return info.param.name(); });
-
-// --- prefetch_l2: no output; the range it reads is left as it was -------------------------------
-
-struct PrefetchCase {
-  size_t bytes;
-  cuda::PrefetchMode mode;
-  std::string name() const {
-    return std::to_string(bytes) + (mode == cuda::PrefetchMode::prefetch ? "_prefetch" : "_load");
-  }
-};
-
-class CudaPrefetchL2 : public testing::TestWithParam<PrefetchCase> {};
-
-TEST_P(CudaPrefetchL2, leaves_memory_as_it_was) {
-  const PrefetchCase k = GetParam();
-  const uint64_t seed = test::fresh_seed();
-  const vector<float> values = test::random_normal(std::max<size_t>(k.bytes / 4, 1), seed);
-  DeviceTensor d(values);
-  cuda::prefetch_l2(d.data(), k.bytes, k.mode, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << k.name();
-  EXPECT_TRUE(d.download() == values) << k.name() << ": the prefetched range changed (seed " << seed << ")";
-}
-
-INSTANTIATE_TEST_SUITE_P(prefetch_l2, CudaPrefetchL2,
-                         testing::Values(PrefetchCase{0, cuda::PrefetchMode::prefetch},
-                                         PrefetchCase{4, cuda::PrefetchMode::load},
-                                         PrefetchCase{1000, cuda::PrefetchMode::prefetch},
-                                         PrefetchCase{1000, cuda::PrefetchMode::load},
-                                         PrefetchCase{(size_t{3} << 20) + 12, cuda::PrefetchMode::prefetch},
-                                         PrefetchCase{(size_t{3} << 20) + 12, cuda::PrefetchMode::load},
-                                         PrefetchCase{size_t{24} << 20, cuda::PrefetchMode::load}),
-                         [](const auto& info) { return info.param.name(); });
-
-TEST(CudaPrefetchL2Checks, rejects_bad_ranges) {
-  EXPECT_THROW(cuda::prefetch_l2(nullptr, 16, cuda::PrefetchMode::prefetch, nullptr), Error);
-  DeviceTensor d(16);
-  EXPECT_THROW(cuda::prefetch_l2(static_cast<const char*>(d.data()) + 2, 16, cuda::PrefetchMode::load, nullptr),
-               Error);
-  EXPECT_NO_THROW(cuda::prefetch_l2(nullptr, 0, cuda::PrefetchMode::load, nullptr));  // nothing to do
-}
 
 // --- class_embed_add (its reference is the lookup itself) ---------------------------------------
 

@@ -194,25 +194,6 @@ TEST(CudaGraphs, replayed_graph_equals_eager_run) {
       << "the sampling loop with the forward pass as a CUDA Graph differs from the eager loop";
 }
 
-// The L2 prefetch of the next GEMMs' weights runs beside the forward pass and changes no byte of
-// memory: the sampling loop gives the same bytes with it in either form and without it.
-TEST(CudaL2Prefetch, changes_no_output) {
-  const TinyFixture f = load_tiny("dit_tiny_b");
-  SampleRequest request;
-  request.class_labels = {3, 8};
-  request.seeds = {7, 9};
-  request.steps = 6;
-  std::vector<Tensor> outputs;
-  for (const char* setting : {"0", "prefetch", "load"}) {
-    ASSERT_EQ(setenv("DIT_L2_PREFETCH", setting, 1), 0);
-    const auto model = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
-    outputs.push_back(model->sample(request));
-  }
-  ASSERT_EQ(unsetenv("DIT_L2_PREFETCH"), 0);
-  EXPECT_TRUE(same_bytes(outputs[0], outputs[1])) << "the prefetch form changed the samples";
-  EXPECT_TRUE(same_bytes(outputs[0], outputs[2])) << "the load form changed the samples";
-}
-
 // --- DiT-XL/2 with random weights ---------------------------------------------------------------
 
 struct XlInputs {
