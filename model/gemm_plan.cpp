@@ -5,13 +5,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <tuple>
 
 #include "model/error.h"
-#include "model/safetensors.h"
+#include "model/files.h"
 
 namespace dit {
 namespace {
@@ -74,15 +72,6 @@ class PlanReader {
  private:
   std::string source_;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(ErrorKind::io, "cannot open GEMM plan " + path);
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw Error(ErrorKind::io, "cannot read GEMM plan " + path);
-  return text.str();
-}
 
 }  // namespace
 
@@ -169,7 +158,7 @@ GemmPlan parse_gemm_plan(const std::string& text, const std::string& source) {
   return plan;
 }
 
-GemmPlan read_gemm_plan(const std::string& path) { return parse_gemm_plan(read_text(path), path); }
+GemmPlan read_gemm_plan(const std::string& path) { return parse_gemm_plan(read_text_file(path, "GEMM plan "), path); }
 
 std::string gemm_plan_json(const GemmPlan& plan) {
   std::vector<const GemmPlanChoice*> sorted;

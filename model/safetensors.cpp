@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/error.h"
+#include "model/files.h"
 
 namespace dit {
 
@@ -521,63 +522,6 @@ void encode_floats(const std::vector<float>& values, DType dtype, std::vector<st
   throw Error(ErrorKind::invalid_argument, std::string("float tensors cannot be stored as ") + dtype_name(dtype));
 }
 
-// A temporary file beside the destination, removed unless it was renamed into place.
-class TemporaryFile {
- public:
-  explicit TemporaryFile(const std::string& destination) : destination_(destination) {
-    std::string pattern = destination + ".tmp.XXXXXX";
-    fd_ = mkostemp(pattern.data(), O_CLOEXEC);
-    if (fd_ < 0) fail("cannot create a temporary file beside it");
-    path_ = pattern;
-    if (fchmod(fd_, 0644) != 0) fail("cannot set the permissions of " + in_quotes(path_));
-  }
-  TemporaryFile(const TemporaryFile&) = delete;
-  TemporaryFile& operator=(const TemporaryFile&) = delete;
-  ~TemporaryFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-
-  void write(const void* bytes, size_t count) {
-    const auto* cursor = static_cast<const char*>(bytes);
-    while (count > 0) {
-      const ssize_t written = ::write(fd_, cursor, count);
-      if (written < 0) {
-        if (errno == EINTR) continue;
-        fail("cannot write " + in_quotes(path_));
-      }
-      cursor += written;
-      count -= static_cast<size_t>(written);
-    }
-  }
-
-  // fsync, close and rename over the destination; then sync the directory entry.
-  void commit() {
-    if (::fsync(fd_) != 0) fail("cannot fsync " + in_quotes(path_));
-    const int fd = std::exchange(fd_, -1);
-    if (::close(fd) != 0) fail("cannot close " + in_quotes(path_));
-    if (::rename(path_.c_str(), destination_.c_str()) != 0) fail("cannot rename " + in_quotes(path_) + " into place");
-    path_.clear();
-    const auto slash = destination_.find_last_of('/');
-    const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : destination_.substr(0, slash);
-    const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (directory_fd >= 0) {
-      // The file is complete and in place; a failed directory sync only weakens durability.
-      ::fsync(directory_fd);
-      ::close(directory_fd);
-    }
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& what) {
-    throw Error(ErrorKind::io, "writing " + in_quotes(destination_) + ": " + what + ": " + errno_text());
-  }
-
-  std::string destination_;
-  std::string path_;
-  int fd_ = -1;
-};
-
 void write_planned(const std::string& path, const std::vector<PlannedTensor>& tensors,
                    const std::map<std::string, std::string>& metadata) {
   Json header = Json::object();
@@ -593,7 +537,7 @@ void write_planned(const std::string& path, const std::vector<PlannedTensor>& te
   const size_t unaligned = (kHeaderLengthBytes + header_text.size()) % kDataAlignment;
   if (unaligned != 0) header_text.append(kDataAlignment - unaligned, ' ');
 
-  TemporaryFile file(path);
+  AtomicFile file(path);
   const auto header_length = static_cast<uint64_t>(header_text.size());
   file.write(&header_length, sizeof(header_length));
   file.write(header_text.data(), header_text.size());
@@ -669,12 +613,6 @@ void write_safetensors_bytes(const std::string& path, const std::map<std::string
                        [source](std::vector<std::byte>&) { return std::span<const std::byte>(*source); }});
   }
   write_planned(path, planned, metadata);
-}
-
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  TemporaryFile file(path);
-  file.write(bytes.data(), bytes.size());
-  file.commit();
 }
 
 }  // namespace dit

@@ -96,8 +96,4 @@ void write_safetensors_bytes(const std::string& path,
                              const std::map<std::string, TensorBytes>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
-// Any file written the same way (temporary file beside `path`, fsync, rename), for the engine's
-// other outputs (GEMM plans). Throws dit::Error(io), leaving `path` untouched.
-void write_file_atomic(const std::string& path, std::string_view bytes);
-
 }  // namespace dit
