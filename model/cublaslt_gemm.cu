@@ -274,6 +274,34 @@ void GemmRunner::matmul(Plan& plan, const GemmArgs& a, cudaStream_t stream) {
                                   &plan.algo, workspace_, kWorkspaceBytes, stream));
 }
 
+namespace {
+
+// tune()'s own stream, events and candidate graph, released however tune() leaves.
+struct TuningResources {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+
+  TuningResources() = default;
+  TuningResources(const TuningResources&) = delete;
+  TuningResources& operator=(const TuningResources&) = delete;
+  ~TuningResources() {  // destruction cannot report: statuses are dropped
+    release_graph();
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  void release_graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    exec = nullptr;
+    graph = nullptr;
+  }
+};
+
+}  // namespace
+
 // Times each candidate on the call's own buffers (hot L2, as in the forward pass where a layer's
 // input was just written) as the forward pass runs it, in a CUDA Graph: 10 calls captured in one
 // graph, one warm-up launch, then the best of 5 timed launches. Timing eager calls would time the
@@ -286,11 +314,11 @@ int GemmRunner::tune(const Plan& plan, const GemmArgs& a, const cublasLtMatmulHe
     throw Error(ErrorKind::invalid_argument, "GEMM tuning during a graph capture (" + describe(a) + ")");
   DIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the call's inputs are ready
   constexpr int kCallsPerGraph = 10, kRounds = 5;
-  cudaStream_t own = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-  DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking));
-  DIT_CUDA_CHECK(cudaEventCreate(&start));
-  DIT_CUDA_CHECK(cudaEventCreate(&stop));
+  TuningResources r;
+  DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  DIT_CUDA_CHECK(cudaEventCreate(&r.start));
+  DIT_CUDA_CHECK(cudaEventCreate(&r.stop));
+  cudaStream_t own = r.stream;
   const float alpha = 1.0f, beta = 0.0f;
   std::vector<double> us(static_cast<size_t>(count), -1.0);
   for (int i = 0; i < count; ++i) {
@@ -303,33 +331,28 @@ int GemmRunner::tune(const Plan& plan, const GemmArgs& a, const cublasLtMatmulHe
       cudaGetLastError();
       continue;
     }
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
     DIT_CUDA_CHECK(cudaStreamBeginCapture(own, cudaStreamCaptureModeThreadLocal));
     bool captured = true;
-    for (int r = 0; r < kCallsPerGraph; ++r) captured = captured && call() == CUBLAS_STATUS_SUCCESS;
-    if (cudaStreamEndCapture(own, &graph) != cudaSuccess) captured = false;
-    if (captured && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess) {
+    for (int call_index = 0; call_index < kCallsPerGraph; ++call_index)
+      captured = captured && call() == CUBLAS_STATUS_SUCCESS;
+    if (cudaStreamEndCapture(own, &r.graph) != cudaSuccess) captured = false;
+    if (captured && cudaGraphInstantiate(&r.exec, r.graph, 0) == cudaSuccess) {
       double best = 1e30;
-      DIT_CUDA_CHECK(cudaGraphLaunch(exec, own));
+      DIT_CUDA_CHECK(cudaGraphLaunch(r.exec, own));
       for (int round = 0; round < kRounds; ++round) {
-        DIT_CUDA_CHECK(cudaEventRecord(start, own));
-        DIT_CUDA_CHECK(cudaGraphLaunch(exec, own));
-        DIT_CUDA_CHECK(cudaEventRecord(stop, own));
-        DIT_CUDA_CHECK(cudaEventSynchronize(stop));
+        DIT_CUDA_CHECK(cudaEventRecord(r.start, own));
+        DIT_CUDA_CHECK(cudaGraphLaunch(r.exec, own));
+        DIT_CUDA_CHECK(cudaEventRecord(r.stop, own));
+        DIT_CUDA_CHECK(cudaEventSynchronize(r.stop));
         float ms = 0.0f;
-        DIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        DIT_CUDA_CHECK(cudaEventElapsedTime(&ms, r.start, r.stop));
         best = std::min(best, 1000.0 * ms / kCallsPerGraph);  // us per call
       }
       us[static_cast<size_t>(i)] = best;
     }
     cudaGetLastError();  // a failed instantiation leaves its error; the candidate is skipped
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
+    r.release_graph();
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaStreamDestroy(own);
   if (us[0] < 0.0) throw_device_error(__FILE__, __LINE__, "cublasLtMatmul", "the first candidate failed for " + describe(a));
   int chosen = 0;
   for (int i = 1; i < count; ++i)
