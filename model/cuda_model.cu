@@ -2,9 +2,9 @@
 // modulations are float32; GEMM operands (weights, LayerNorm outputs, qkv, attention output, MLP
 // hidden) and the two branch outputs that feed the residual (attention proj, fc2) are in the
 // compute dtype (float32 for fp32/tf32, else fp16/bf16), always with float32 accumulation; the
-// gated residual adds a 16-bit branch into the float32 stream in float32. The timestep MLP, the patch
-// embedding and the label table stay float32 at every precision: they are 0.3% of the weights
-// and every modulation of the network derives from them.
+// gated residual adds a 16-bit branch into the float32 stream in float32. The timestep MLP, the
+// patch embedding and the label table stay float32 at every precision: they are 0.3% of the
+// weights and every modulation of the network derives from them.
 //
 // Restructurings (exact up to float32 rounding): the adaLN layers of all blocks and of the
 // final layer are one concatenated [depth*6D + 2D, D] GEMM, run once per forward pass or, in
@@ -14,9 +14,10 @@
 // replayed (DIT_CUDA_GRAPHS=0 runs it eagerly instead), in forward() and forward_with_cfg()
 // with the conditioning and the adaLN GEMM inside it; in sample() one graph holds a whole step
 // (the forward pass, then cuda::loop_step: guidance, noise, the update, the next step's inputs),
-// replayed for every step, its per-step values read from a table on the device. Running that GEMM in column groups on a
-// second stream beside the first blocks measured no faster on an H200 (1.71 against 1.70 ms at
-// 256 batch 2, 5.07 against 5.09 at 512): the blocks' GEMMs leave it no room.
+// replayed for every step, its per-step values read from a table on the device. Running the
+// adaLN GEMM in column groups on a second stream beside the first blocks measured no faster on
+// an H200 (1.71 against 1.70 ms at 256 batch 2, 5.07 against 5.09 at 512): the blocks' GEMMs
+// leave it no room.
 #include "model/cuda_model.h"
 
 #include <cuda_bf16.h>
@@ -360,7 +361,7 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.normed = alloc.take(R * T * D * compute_bytes);
   a.qkv = alloc.take(R * T * 3 * D * compute_bytes);
   a.attention = alloc.take(R * T * D * compute_bytes);
-  a.branch = alloc.take(R * T * D * cuda::dtype_bytes(compute_));
+  a.branch = alloc.take(R * T * D * compute_bytes);
   a.mlp_hidden = alloc.take(R * T * static_cast<size_t>(c.mlp_hidden()) * compute_bytes);
   a.final_tokens = alloc.template take<float>(R * T * out_dim);
   a.out = alloc.template take<float>(R * c.out_channels() * S2);

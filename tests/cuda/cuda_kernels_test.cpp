@@ -573,7 +573,8 @@ TEST_P(CudaLoopStep, equals_the_kernels_it_replaces) {
   const vector<float> x = test::random_normal(static_cast<size_t>(N) * per_image, seed);
   DeviceTensor dx(x), dx_in(static_cast<size_t>(rows) * per_image), dout(static_cast<size_t>(rows) * 2 * per_image);
   DeviceTensor dchunk(chunk), dmodulation(modulation0);
-  DeviceTensor ref_x(x), ref_out(static_cast<size_t>(rows) * 2 * per_image), ref_noise(static_cast<size_t>(N) * per_image);
+  DeviceTensor ref_x(x), ref_out(static_cast<size_t>(rows) * 2 * per_image);
+  DeviceTensor ref_noise(static_cast<size_t>(N) * per_image);
   const test::DeviceArray<uint64_t> dseeds(seeds);
   const test::DeviceArray<uint32_t> dstreams(vector<uint32_t>(N, 0));
   const test::DeviceArray<cuda::LoopStep> dtable(table);
