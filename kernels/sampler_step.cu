@@ -89,24 +89,30 @@ static __global__ void __launch_bounds__(256) loop_step_kernel(LoopStepArgs a) {
     }
     const float* cond = a.model_out + static_cast<size_t>(n) * 2 * per_image;
     const float* uncond = a.model_out + static_cast<size_t>(n + a.images) * 2 * per_image;
-    // output channel `channel` of this image, at `offset` in its row, after guidance
-    const auto output = [&](int64_t offset, int channel) {
+    // output channel `channel` of this image at `pixel`, after guidance
+    const auto output = [&](int channel, int pixel) {
+      int64_t offset = static_cast<int64_t>(channel) * a.HW + pixel;
+      if (a.patch > 0) {  // unpatchify's gather: token (row / p, col / p), then (row % p, col % p, channel)
+        const int p = a.patch, row = pixel / a.width, col = pixel - row * a.width;
+        const int64_t token = static_cast<int64_t>(row / p) * (a.width / p) + col / p;
+        offset = ((token * p + row % p) * p + col % p) * 2 * a.C + channel;
+      }
       return a.guided && channel < a.guided_channels ? guided_value(cond[offset], uncond[offset], step.guidance_scale)
                                                      : cond[offset];
     };
     for (int lane = 0; lane < 4; ++lane) {
       const int64_t e = 4 * group + lane;  // c * HW + pixel
       if (e >= per_image) break;
-      const int c = static_cast<int>(e / a.HW);
+      const int c = static_cast<int>(e / a.HW), pixel = static_cast<int>(e - static_cast<int64_t>(c) * a.HW);
       const size_t i = static_cast<size_t>(n) * per_image + e;
-      const float eps = output(e, c);
+      const float eps = output(c, pixel);
       float next;
       if (step.use_ddim) {
         next = ddim_update(a.x_state[i], eps, z[lane], step.k.sqrt_recip_alphas_cumprod,
                            step.k.sqrt_recipm1_alphas_cumprod, step.ddim.sqrt_ac_prev, step.ddim.eps_coefficient,
                            step.ddim.sigma, step.ddim.add_noise);
       } else {
-        const float v = step.k.last_step ? 0.0f : output(per_image + e, a.C + c);
+        const float v = step.k.last_step ? 0.0f : output(a.C + c, pixel);
         next = ddpm_update(a.x_state[i], eps, v, z[lane], step.k);
       }
       a.x_state[i] = next;
@@ -203,6 +209,10 @@ void loop_step(const LoopStepArgs& args, cudaStream_t stream) {
   require(args.steps && args.step && args.blocks_done && args.x_state && args.x_in && args.model_out && args.seeds,
           op, "a null pointer");
   require(args.modulation_floats == 0 || (args.modulation && args.modulation_chunk), op, "a null modulation pointer");
+  require(args.patch >= 0, op, "negative patch size");
+  require(args.patch == 0 || (args.width > 0 && args.width % args.patch == 0 &&
+                              static_cast<int64_t>(args.width) * args.width == args.HW),
+          op, "token layout needs HW = width^2 with width a multiple of the patch size");
   require_aligned(args.steps, alignof(LoopStep), op, "steps");
   require_aligned(args.x_state, alignof(float), op, "x_state");
   require_aligned(args.x_in, alignof(float), op, "x_in");

@@ -83,7 +83,11 @@ struct LoopStepArgs {
   unsigned* blocks_done;         // [1] 0 between launches (the kernel's last block resets it)
   float* x_state;                // [images, C, HW] the latents, updated in place
   float* x_in;                   // [rows, C, HW] the next forward pass's input: x_state, twice if guided
-  const float* model_out;        // [rows, 2C, HW] this step's forward pass (cond rows, then uncond)
+  const float* model_out;        // this step's forward pass (cond rows, then uncond): [rows, 2C, HW]
+                                 // when patch is 0, else the final layer's tokens before unpatchify,
+                                 // [rows, (width / patch)^2, patch, patch, 2C]
+  int patch = 0;                 // the model's patch size when model_out is in token layout
+  int width = 0;                 // the latent's side (HW = width^2) when patch > 0
   const uint64_t* seeds;         // [images]
   const float* modulation_chunk; // the chunk that next_modulation indexes
   float* modulation;             // [modulation_floats] the forward pass's modulations
@@ -97,7 +101,8 @@ struct LoopStepArgs {
 // noise_slot), ddpm_step or ddim_step and the copies of x_state into x_in would in sequence,
 // for the conditional rows only (the unconditional half of x_state is never read: the next
 // forward pass sees x[:images] twice). Then copies the next step's modulations when the entry
-// names them, and advances *step.
+// names them, and advances *step. With patch > 0 it reads the model output where unpatchify
+// would have fetched each element from, so the forward pass needs no unpatchify kernel.
 void loop_step(const LoopStepArgs& args, cudaStream_t stream);
 
 }  // namespace dit::cuda

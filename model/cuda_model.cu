@@ -153,7 +153,9 @@ class CudaDitModel final : public DitModel {
   void compute_modulation(int M, const int64_t* timesteps, const int64_t* labels, float* modulation_out);
   // x_in and modulation [rows] -> out; everything on stream_. With `with_modulation` the pass
   // first computes the modulation from timesteps and labels [rows].
-  void run_forward(int rows, bool with_modulation);
+  // out_tokens: leave the final layer's tokens in act_.final_tokens (sample()'s loop_step reads
+  // them there) instead of unpatchifying them into act_.out.
+  void run_forward(int rows, bool with_modulation, bool out_tokens = false);
   struct CapturedGraph {
     cudaGraphExec_t exec = nullptr;
     int rows = 0, images = 0;  // what it was captured for
@@ -478,7 +480,7 @@ void CudaDitModel::compute_modulation(int M, const int64_t* timesteps, const int
   linear(adaln_all_, act_.silu_c, compute_, modulation_out, f32, M, GemmEpilogue::bias);
 }
 
-void CudaDitModel::run_forward(int rows, bool with_modulation) {
+void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) {
   NvtxRange range("forward");
   if (with_modulation) compute_modulation(rows, act_.timesteps, act_.labels, act_.modulation);
   const ModelConfig& c = config_;
@@ -513,7 +515,7 @@ void CudaDitModel::run_forward(int rows, bool with_modulation) {
   }
   NvtxRange final_range("final_layer");
   linear(final_linear_, act_.normed, compute_, act_.final_tokens, f32, tokens, GemmEpilogue::bias);
-  cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
+  if (!out_tokens) cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
 }
 
 // The first run of a shape goes eagerly (making every GEMM plan, which queries the device); it
@@ -665,7 +667,9 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   loop.blocks_done = act_.loop_blocks_done;
   loop.x_state = act_.x_state;
   loop.x_in = act_.x_in;
-  loop.model_out = act_.out;
+  loop.model_out = act_.final_tokens;  // loop_step gathers as unpatchify would
+  loop.patch = c.patch_size;
+  loop.width = c.input_size;
   loop.seeds = act_.seeds;
   loop.modulation_chunk = act_.modulation_chunk;
   loop.modulation = act_.modulation;
@@ -676,7 +680,7 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
   loop.guided = guided;
   loop.guided_channels = std::min(kGuidedChannels, c.out_channels());
   const auto step = [&] {
-    run_forward(rows, false);
+    run_forward(rows, false, true);
     NvtxRange update_range("update");
     cuda::loop_step(loop, stream_);
   };

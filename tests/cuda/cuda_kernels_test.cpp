@@ -529,19 +529,35 @@ INSTANTIATE_TEST_SUITE_P(sampler_step, CudaSamplerStep,
 // --- loop_step: one table-driven step of the sampling loop ---------------------------------------
 // Two consecutive launches on a two-entry table against the kernels it replaces, run in
 // sequence on the device (equal bits expected: the same device arithmetic), and against the
-// CPU reference of the same sequence.
+// CPU reference of the same sequence; the token-layout cases give loop_step the model output
+// before unpatchify and the kernels it replaces the same values after it.
 
 struct LoopStepCase {
   bool ddim, guided;
   int images, C, HW;  // C * HW % 4 != 0 exercises a partial Philox group
   int index;          // respaced index of the first entry in a 250-step schedule; the second is index - 1
   float eta;
+  int patch = 0;      // > 0: loop_step reads the model output in token layout (HW a square)
   std::string name() const {
     return std::string(ddim ? "ddim" : "ddpm") + (guided ? "_cfg" : "") + "_n" + std::to_string(images) + "_c" +
            std::to_string(C) + "_hw" + std::to_string(HW) + "_index" + std::to_string(index) + "_eta" +
-           std::to_string(static_cast<int>(eta * 10));
+           std::to_string(static_cast<int>(eta * 10)) + (patch > 0 ? "_tokens_p" + std::to_string(patch) : "");
   }
 };
+
+// [rows, C, S, S] -> [rows, (S/p)^2, p, p, C]: the inverse of unpatchify, on the host.
+vector<float> patchify(const vector<float>& image, int rows, int C, int S, int p) {
+  vector<float> tokens(image.size());
+  const int g = S / p;
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < C; ++c)
+      for (int y = 0; y < S; ++y)
+        for (int x = 0; x < S; ++x) {
+          const size_t token = static_cast<size_t>(r) * g * g + static_cast<size_t>(y / p) * g + x / p;
+          tokens[((token * p + y % p) * p + x % p) * C + c] = image[((static_cast<size_t>(r) * C + c) * S + y) * S + x];
+        }
+  return tokens;
+}
 
 class CudaLoopStep : public testing::TestWithParam<LoopStepCase> {};
 
@@ -596,6 +612,12 @@ TEST_P(CudaLoopStep, equals_the_kernels_it_replaces) {
   args.HW = HW;
   args.guided = k.guided;
   args.guided_channels = guided_channels;
+  const int width = static_cast<int>(std::lround(std::sqrt(static_cast<double>(HW))));
+  if (k.patch > 0) {
+    ASSERT_EQ(width * width, HW) << "a token-layout case needs a square latent";
+    args.patch = k.patch;
+    args.width = width;
+  }
 
   vector<float> cpu_x = x;
   for (int s = 0; s < 2; ++s) {
@@ -606,7 +628,7 @@ TEST_P(CudaLoopStep, equals_the_kernels_it_replaces) {
         float& v = model_out[(static_cast<size_t>(r) * 2 + 1) * per_image + i];
         v = std::tanh(v);
       }
-    dout.upload(model_out);
+    dout.upload(k.patch > 0 ? patchify(model_out, rows, 2 * C, width, k.patch) : model_out);
     dx_in.poison();
     cuda::loop_step(args, nullptr);
 
@@ -660,7 +682,10 @@ INSTANTIATE_TEST_SUITE_P(loop_step, CudaLoopStep,
                                          LoopStepCase{false, true, 1, 3, 5, 1, 0},  // ends on the last step
                                          LoopStepCase{true, true, 2, 4, 256, 200, 0},
                                          LoopStepCase{true, true, 2, 4, 256, 120, 1.0f},
-                                         LoopStepCase{true, false, 3, 3, 7, 1, 0.5f}),
+                                         LoopStepCase{true, false, 3, 3, 7, 1, 0.5f},
+                                         LoopStepCase{false, true, 2, 4, 1024, 249, 0, 2},  // DiT-XL/2 at 256
+                                         LoopStepCase{false, false, 1, 4, 64, 1, 0, 4},
+                                         LoopStepCase{true, true, 2, 4, 256, 120, 1.0f, 2}),
                          [](const auto& info) { return info.param.name(); });
 
 // --- class_embed_add (its reference is the lookup itself) ---------------------------------------
