@@ -269,6 +269,23 @@ void add_transformer_kernels(int image_size, DeviceDtype dtype) {
   };
   add("layernorm_modulate" + typed, std::move(layernorm));
 
+  KernelCase patch_norm;  // the patch embedding fused with the first LayerNorm + modulation
+  patch_norm.inputs = {{static_cast<size_t>(kBatch) * kChannels * S * S, f32},
+                       {static_cast<size_t>(kHidden) * kChannels * kPatch * kPatch, f32},
+                       {static_cast<size_t>(kHidden), f32},
+                       {static_cast<size_t>(T) * kHidden, f32},
+                       {static_cast<size_t>(kBatch) * 6 * kHidden, f32}};
+  patch_norm.outputs = {{activations, f32}, {activations, dtype}};
+  patch_norm.flops = 2.0 * tokens * kHidden * kChannels * kPatch * kPatch;
+  patch_norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
+    const float* modulation = b.in<float>(set, 4);
+    dit::cuda::patch_embed_layernorm_modulate(b.in<float>(set, 0), b.in<float>(set, 1), b.in<float>(set, 2),
+                                              b.in<float>(set, 3), b.out<float>(0), modulation, modulation + kHidden,
+                                              6 * kHidden, b.out(1), dtype, kBatch, kChannels, S, kPatch, kHidden,
+                                              1e-6f, stream);
+  };
+  add("patch_embed_layernorm" + typed, std::move(patch_norm));
+
   KernelCase gelu;
   gelu.inputs = {{static_cast<size_t>(tokens) * kMlp, dtype}};
   gelu.outputs = {{static_cast<size_t>(tokens) * kMlp, dtype}};

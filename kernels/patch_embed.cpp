@@ -33,4 +33,12 @@ void patch_embed(const float* x, const float* weight, const float* bias, const f
   }
 }
 
+std::vector<float> transpose_patch_weight(const std::vector<float>& weight, int D) {
+  const size_t features = static_cast<size_t>(D), patch = weight.size() / features;
+  std::vector<float> transposed(weight.size());
+  for (size_t d = 0; d < features; ++d)
+    for (size_t i = 0; i < patch; ++i) transposed[i * features + d] = weight[d * patch + i];
+  return transposed;
+}
+
 }  // namespace dit::cpu

@@ -1,10 +1,21 @@
 // CUDA patch embedding (kernels/patch_embed.h): a p x p stride-p convolution as one dot product
-// of length C*p*p per output, a block's patches staged in shared memory, plus bias and pos_embed.
+// of length C*p*p per output, a block's patches staged in shared memory, plus bias and pos_embed;
+// and the same fused with the first LayerNorm + modulation: one token a block of 96 threads, each
+// thread computing its three float4 of the row from the transposed weight and keeping them in
+// registers for the statistics (kernels/layernorm_vec4.cuh). That replaces two launches of the
+// forward pass (13 and 6 us at DiT-XL/2 batch 2 on an H200, Nsight Compute) with one. Both
+// kernels read the weight transposed, [C p p, D]: in PyTorch's [D, C p p] the fused kernel's
+// 16-byte loads had each thread of a warp in another 256-byte row, 32 L1 wavefronts a load, and
+// took 14.7 us.
 #include "kernels/patch_embed.h"
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "kernels/cuda_check.h"
+#include "kernels/layernorm_modulate.h"
+#include "kernels/layernorm_vec4.cuh"
 
 namespace dit::cuda {
 
@@ -12,12 +23,12 @@ namespace dit::cuda {
 // Kernel
 
 // grid (ceil(D / blockDim), ceil(T / kTokens), B); one thread per output feature d of up to
-// kTokens tokens. Each weight element a thread reads (its row is C*p*p floats, strided across
-// the warp) serves kTokens outputs: with one token a block, those uncoalesced reads made the
-// kernel take 24 us at DiT-XL/2 batch 2 on an H200 (0.63 ms at batch 64) for 9 MFLOP.
+// kTokens tokens. Each weight element a thread reads serves kTokens outputs: with one token a
+// block, and the weight in PyTorch's [D, C p p] layout (rows strided across the warp), the kernel
+// took 24 us at DiT-XL/2 batch 2 on an H200 (0.63 ms at batch 64) for 9 MFLOP.
 constexpr int kTokens = 16;
 static __global__ void patch_embed_kernel(const float* __restrict__ x,          // [B, C, S, S]
-                                          const float* __restrict__ weight,     // [D, C, p, p]
+                                          const float* __restrict__ weight_t,   // [C p p, D]
                                           const float* __restrict__ bias,       // [D]
                                           const float* __restrict__ pos_embed,  // [T, D]
                                           float* __restrict__ out,              // [B, T, D]
@@ -36,13 +47,12 @@ static __global__ void patch_embed_kernel(const float* __restrict__ x,          
   __syncthreads();
   const int d = blockIdx.x * blockDim.x + threadIdx.x;
   if (d >= D) return;
-  const float* w = weight + static_cast<size_t>(d) * patch_size;
   float acc[kTokens];
 #pragma unroll
   for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
 #pragma unroll 16  // DiT's 4 x 2 x 2 patch in one unrolled body: its 16 weight loads issued together
   for (int i = 0; i < patch_size; ++i) {
-    const float wi = w[i];
+    const float wi = weight_t[static_cast<size_t>(i) * D + d];  // a warp reads 32 consecutive floats
 #pragma unroll
     for (int t = 0; t < kTokens; ++t) acc[t] += wi * patches[t * patch_size + i];  // rows >= tokens: zeros, not stored
   }
@@ -56,23 +66,99 @@ static __global__ void patch_embed_kernel(const float* __restrict__ x,          
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Launcher
+constexpr int kFusedMaxPatch = 256;  // C p^2 of the fused form: C = 4 up to p = 8
 
-static void launch_patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed,
+// grid (B T), kVecThreads threads: token blockIdx.x % T of batch entry blockIdx.x / T. Output d
+// sums w[d, i] * patch[i] in increasing i with one FMA each, then adds the bias and pos_embed, as
+// patch_embed_kernel does, so the residual has the same bits.
+template <typename Out>
+static __global__ void __launch_bounds__(kVecThreads)
+    patch_embed_layernorm_kernel(const float* __restrict__ x,          // [B, C, S, S]
+                                 const float* __restrict__ weight_t,   // [P, D], P = C p p
+                                 const float* __restrict__ bias,       // [D]
+                                 const float* __restrict__ pos_embed,  // [T, D]
+                                 float* __restrict__ residual,         // [B, T, D]
+                                 const float* __restrict__ shift,      // [B, mod_stride]
+                                 const float* __restrict__ scale,      // [B, mod_stride]
+                                 int mod_stride, Out* __restrict__ out,  // [B, T, D]
+                                 int C, int S, int p, int D, float inv_d, float eps) {
+  __shared__ float patch[kFusedMaxPatch];
+  const int g = S / p, T = g * g, P = C * p * p, quads = D / 4;
+  const int b = blockIdx.x / T, token = blockIdx.x - b * T, row = token / g, col = token - row * g;
+  for (int i = threadIdx.x; i < P; i += kVecThreads) {
+    const int c = i / (p * p), r = (i / p) % p, q = i % p;
+    patch[i] = x[((static_cast<size_t>(b) * C + c) * S + row * p + r) * S + col * p + q];
+  }
+  // What does not depend on the patch is fetched before the barrier.
+  const float4* bias4 = reinterpret_cast<const float4*>(bias);
+  const float4* pos4 = reinterpret_cast<const float4*>(pos_embed + static_cast<size_t>(token) * D);
+  const float4* sh = reinterpret_cast<const float4*>(shift + static_cast<size_t>(b) * mod_stride);
+  const float4* sc = reinterpret_cast<const float4*>(scale + static_cast<size_t>(b) * mod_stride);
+  const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread], added[kVecPerThread], pos[kVecPerThread];
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int q = threadIdx.x + kVecThreads * j;
+    const bool in_row = q < quads;
+    added[j] = in_row ? bias4[q] : zero;
+    pos[j] = in_row ? pos4[q] : zero;
+    shifts[j] = in_row ? sh[q] : zero;
+    scales[j] = in_row ? sc[q] : zero;
+  }
+  __syncthreads();
+  // Row i of weight_t, quad q: the weights of outputs 4 q .. 4 q + 3 for patch element i, one
+  // 16-byte load whose warp reads 512 consecutive bytes.
+  const float4* w4 = reinterpret_cast<const float4*>(weight_t);
+  float4* out_row = reinterpret_cast<float4*>(residual + static_cast<size_t>(blockIdx.x) * D);
+#pragma unroll
+  for (int j = 0; j < kVecPerThread; ++j) {
+    const int q = threadIdx.x + kVecThreads * j;
+    v[j] = zero;
+    if (q >= quads) continue;
+    float4 acc = zero;
+#pragma unroll 16
+    for (int i = 0; i < P; ++i) {
+      const float in = patch[i];
+      const float4 w = w4[static_cast<size_t>(i) * quads + q];
+      acc = make_float4(fmaf(w.x, in, acc.x), fmaf(w.y, in, acc.y), fmaf(w.z, in, acc.z), fmaf(w.w, in, acc.w));
+    }
+    v[j] = make_float4(acc.x + added[j].x + pos[j].x, acc.y + added[j].y + pos[j].y, acc.z + added[j].z + pos[j].z,
+                       acc.w + added[j].w + pos[j].w);
+    out_row[q] = v[j];
+  }
+  vec4_layernorm_modulate(v, shifts, scales, reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(blockIdx.x) * quads,
+                          quads, inv_d, eps);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launchers
+
+static void launch_patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
                                float* out, int B, int C, int S, int p, int D, cudaStream_t stream) {
   constexpr int kThreads = 128;
   const int g = S / p;
   const dim3 grid((D + kThreads - 1) / kThreads, (g * g + kTokens - 1) / kTokens, B);
   const size_t shared = static_cast<size_t>(kTokens) * C * p * p * sizeof(float);
-  patch_embed_kernel<<<grid, kThreads, shared, stream>>>(x, weight, bias, pos_embed, out, C, S, p, D);
+  patch_embed_kernel<<<grid, kThreads, shared, stream>>>(x, weight_t, bias, pos_embed, out, C, S, p, D);
+  DIT_LAUNCH_CHECK();
+}
+
+template <typename Out>
+static void launch_patch_embed_layernorm(const float* x, const float* weight_t, const float* bias,
+                                         const float* pos_embed, float* residual, const float* shift,
+                                         const float* scale, int mod_stride, Out* out, int B, int C, int S, int p,
+                                         int D, float eps, cudaStream_t stream) {
+  const int T = (S / p) * (S / p);
+  patch_embed_layernorm_kernel<Out><<<B * T, kVecThreads, 0, stream>>>(x, weight_t, bias, pos_embed, residual, shift,
+                                                                       scale, mod_stride, out, C, S, p, D,
+                                                                       1.0f / static_cast<float>(D), eps);
   DIT_LAUNCH_CHECK();
 }
 
 // ---------------------------------------------------------------------------------------------
-// Public entry
+// Public entries
 
-void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed,
+void patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
                  float* out, int B, int C, int S, int p, int D, cudaStream_t stream) {
   const char* op = "dit::cuda::patch_embed";
   require(B > 0 && C > 0 && S > 0 && p > 0 && D > 0, op, "non-positive size");
@@ -80,11 +166,39 @@ void patch_embed(const float* x, const float* weight, const float* bias, const f
   require((S / p) * (S / p) <= 65535 && B <= 65535, op, "grid too large");
   require(static_cast<size_t>(kTokens) * C * p * p * sizeof(float) <= 48 * 1024, op,
           "patch too large for shared memory");
-  for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(weight),
+  for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(weight_t),
                           static_cast<const void*>(bias), static_cast<const void*>(pos_embed),
                           static_cast<const void*>(out)})
     require_aligned(ptr, alignof(float), op, "pointer");
-  launch_patch_embed(x, weight, bias, pos_embed, out, B, C, S, p, D, stream);
+  launch_patch_embed(x, weight_t, bias, pos_embed, out, B, C, S, p, D, stream);
+}
+
+void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
+                                    float* residual, const float* shift, const float* scale, int mod_stride,
+                                    void* out, DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
+                                    cudaStream_t stream) {
+  const char* op = "dit::cuda::patch_embed_layernorm_modulate";
+  require(B > 0 && C > 0 && S > 0 && p > 0 && D > 0, op, "non-positive size");
+  require(S % p == 0, op, "latent size " + std::to_string(S) + " is not a multiple of patch " + std::to_string(p));
+  require(static_cast<int64_t>(B) * (S / p) * (S / p) < (int64_t{1} << 31), op, "too many tokens");
+  const int P = C * p * p;
+  const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  const bool fused = D % 4 == 0 && D <= kVecFormMaxD && P % 4 == 0 && P <= kFusedMaxPatch && mod_stride % 4 == 0 &&
+                     aligned16(weight_t) && aligned16(bias) && aligned16(pos_embed) && aligned16(residual) &&
+                     aligned16(shift) && aligned16(scale) && reinterpret_cast<uintptr_t>(out) % (4 * dtype_bytes(out_dtype)) == 0;
+  if (!fused) {
+    patch_embed(x, weight_t, bias, pos_embed, residual, B, C, S, p, D, stream);
+    layernorm_modulate(residual, shift, scale, mod_stride, out, out_dtype, B, (S / p) * (S / p), D, eps, stream);
+    return;
+  }
+  require(mod_stride >= D, op, "the modulation stride is smaller than D");
+  require(eps > 0.0f, op, "eps must be positive");
+  require_aligned(x, alignof(float), op, "x");
+  dispatch_dtype(out_dtype, [&](auto tag) {
+    using Out = typename decltype(tag)::type;
+    launch_patch_embed_layernorm(x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, static_cast<Out*>(out),
+                                 B, C, S, p, D, eps, stream);
+  });
 }
 
 }  // namespace dit::cuda

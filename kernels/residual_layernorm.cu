@@ -1,11 +1,8 @@
 // CUDA gated residual + LayerNorm + modulation (kernels/residual_layernorm.h).
 //   - Rows of at most 1152 elements whose length and strides are multiples of 4 (DiT-XL/2 and
-//     every DiT size): a block of 96 threads (3 warps) per row, each thread holding three float4
-//     (d = 4 (thread + 96 j) .. + 3) in registers from the residual update to the output, all
-//     memory traffic in 16-byte loads and stores. The statistics take one block exchange: each
-//     warp computes its own two-pass mean and sum of squared deviations over the elements it
-//     holds, and the three partials are combined with Chan's pairwise formula (the same two-pass
-//     accuracy, one __syncthreads where two block reductions took four).
+//     every DiT size): the float4 row form of kernels/layernorm_vec4.cuh, a block of 96 threads
+//     (3 warps) per row, each thread holding three float4 in registers from the residual update
+//     to the output.
 //   - Other rows of at most 1152: a block of 128 threads per row, each thread holding 9 scalar
 //     elements (d = thread + 128 j), two block reductions. At DiT-XL/2 batch 2 (512 rows) this
 //     form took 5.7 us a launch on an H200 (Nsight Compute, in the forward pass), latency-bound:
@@ -24,6 +21,7 @@
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_reduce.cuh"
 #include "kernels/layernorm_row.cuh"
+#include "kernels/layernorm_vec4.cuh"
 
 namespace dit::cuda {
 
@@ -31,10 +29,6 @@ constexpr int kResidualLayerNormWarps = 4;  // rows per block of the warp-per-ro
 constexpr int kRowThreads = 128;            // threads per row of the block form
 constexpr int kRowValues = 9;               // elements per thread of the block form
 constexpr int kBlockFormMaxD = kRowThreads * kRowValues;
-constexpr int kVecThreads = 96;   // threads per row of the float4 form
-constexpr int kVecWarps = kVecThreads / 32;
-constexpr int kVecPerThread = 3;  // float4 per thread
-constexpr int kVecFormMaxD = 4 * kVecThreads * kVecPerThread;
 
 // ---------------------------------------------------------------------------------------------
 // Kernel
@@ -60,25 +54,6 @@ __device__ __forceinline__ RowPointers<Y, Out> row_pointers(float* x, const Y* y
           out + offset};
 }
 
-// Four consecutive outputs in one store (8 bytes for 16-bit types, 16 for float).
-template <typename Out>
-struct alignas(4 * sizeof(Out)) Out4 {
-  Out v[4];
-};
-
-// Four consecutive branch values as floats: one 16-byte load for float, one 8-byte for 16-bit types.
-template <typename Y>
-__device__ __forceinline__ float4 load4(const Y* __restrict__ row, int quad) {
-  if constexpr (std::is_same_v<Y, float>) {
-    return reinterpret_cast<const float4*>(row)[quad];
-  } else {
-    const uint2 bits = reinterpret_cast<const uint2*>(row)[quad];
-    Y v[4];
-    memcpy(v, &bits, sizeof bits);
-    return make_float4(to_float(v[0]), to_float(v[1]), to_float(v[2]), to_float(v[3]));
-  }
-}
-
 // float4 form: one row per block of kVecThreads threads (D % 4 == 0, D <= kVecFormMaxD, every
 // float pointer and stride 16-byte aligned, y and out aligned to four of their elements).
 template <typename Y, typename Out>
@@ -91,8 +66,6 @@ static __global__ void __launch_bounds__(kVecThreads)
                                    const float* __restrict__ scale,  // [B, mod_stride]
                                    int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                    int T, int D, float inv_d, float eps) {
-  __shared__ float2 partials[kVecWarps];  // per warp: (sum, sum of squared deviations from its mean)
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int quads = D / 4;
   const RowPointers<Y, Out> r = row_pointers(x, y, gate, gate_stride, shift, scale, mod_stride, out, blockIdx.x, T, D);
   float4* xr = reinterpret_cast<float4*>(r.x);
@@ -100,7 +73,6 @@ static __global__ void __launch_bounds__(kVecThreads)
   const float4* g = reinterpret_cast<const float4*>(r.gate);
   const float4* sh = reinterpret_cast<const float4*>(r.shift);
   const float4* sc = reinterpret_cast<const float4*>(r.scale);
-  Out4<Out>* o = reinterpret_cast<Out4<Out>*>(r.out);
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread];
 #pragma unroll
@@ -112,58 +84,10 @@ static __global__ void __launch_bounds__(kVecThreads)
     scales[j] = in_row ? sc[q] : zero;
     v[j] = make_float4(xq.x + gq.x * yq.x, xq.y + gq.y * yq.y, xq.z + gq.z * yq.z, xq.w + gq.w * yq.w);
   }
-  // Elements this warp holds: for each j, the quads 32 warp + 96 j + [0, 32) that lie in the row.
-  int held = 0;
-  float sum = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) {
-    const int q = threadIdx.x + kVecThreads * j;
-    held += 4 * min(max(quads - (32 * warp + kVecThreads * j), 0), 32);
-    if (q < quads) xr[q] = v[j];
-    sum += (v[j].x + v[j].y) + (v[j].z + v[j].w);  // zero beyond D
-  }
-  sum = warp_sum(sum);
-  const float warp_mean = held > 0 ? sum * __frcp_rn(static_cast<float>(held)) : 0.0f;
-  float squares = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) {
-    if (threadIdx.x + kVecThreads * j < quads) {
-      const float a = v[j].x - warp_mean, c = v[j].y - warp_mean, e = v[j].z - warp_mean, f = v[j].w - warp_mean;
-      squares += (a * a + c * c) + (e * e + f * f);
-    }
-  }
-  squares = warp_sum(squares);
-  if (lane == 0) partials[warp] = make_float2(sum, squares);
-  __syncthreads();
-  // Chan et al.: M2 = sum_w M2_w + n_w (mean_w - mean)^2 over the warps holding elements.
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kVecWarps; ++w) total += partials[w].x;
-  const float mean = total * inv_d;
-  float m2 = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kVecWarps; ++w) {
-    int n = 0;
-#pragma unroll
-    for (int j = 0; j < kVecPerThread; ++j) n += 4 * min(max(quads - (32 * w + kVecThreads * j), 0), 32);
-    if (n > 0) {
-      const float delta = partials[w].x * __frcp_rn(static_cast<float>(n)) - mean;
-      m2 += partials[w].y + static_cast<float>(n) * delta * delta;
-    }
-  }
-  const float inv_std = rsqrtf(m2 * inv_d + eps);
-#pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) {
-    const int q = threadIdx.x + kVecThreads * j;
-    if (q < quads) {
-      Out4<Out> r;
-      r.v[0] = from_float<Out>((v[j].x - mean) * inv_std * (1.0f + scales[j].x) + shifts[j].x);
-      r.v[1] = from_float<Out>((v[j].y - mean) * inv_std * (1.0f + scales[j].y) + shifts[j].y);
-      r.v[2] = from_float<Out>((v[j].z - mean) * inv_std * (1.0f + scales[j].z) + shifts[j].z);
-      r.v[3] = from_float<Out>((v[j].w - mean) * inv_std * (1.0f + scales[j].w) + shifts[j].w);
-      o[q] = r;
-    }
-  }
+  for (int j = 0; j < kVecPerThread; ++j)
+    if (threadIdx.x + kVecThreads * j < quads) xr[threadIdx.x + kVecThreads * j] = v[j];
+  vec4_layernorm_modulate(v, shifts, scales, reinterpret_cast<Out4<Out>*>(r.out), quads, inv_d, eps);
 }
 
 // Block form: one row per block of kRowThreads threads (D <= kBlockFormMaxD).

@@ -38,7 +38,6 @@
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
 #include "kernels/guidance.h"
-#include "kernels/layernorm_modulate.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
 #include "kernels/residual_layernorm.h"
@@ -180,7 +179,7 @@ class CudaDitModel final : public DitModel {
   CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
   CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
 
-  const float* patch_weight_ = nullptr;  // [D, C, p, p]
+  const float* patch_weight_ = nullptr;  // [C p p, D]: transposed (cpu::transpose_patch_weight)
   const float* patch_bias_ = nullptr;    // [D]
   const float* pos_embed_ = nullptr;     // [T, D]
   const float* label_table_ = nullptr;   // [num_classes + 1, D]
@@ -307,7 +306,12 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
     return static_cast<const void*>(target - count * cuda::dtype_bytes(dtype));
   };
   std::map<std::string, const void*> device;
-  for (const auto& [name, dtype] : specs) device[name] = upload_converted(weights.at(name).data, dtype);
+  for (const auto& [name, dtype] : specs) {
+    const std::vector<float>& values = weights.at(name).data;
+    device[name] = name == "x_embedder.proj.weight"  // the CUDA kernels' [C p p, D] layout
+                       ? upload_converted(cpu::transpose_patch_weight(values, config_.hidden_size), dtype)
+                       : upload_converted(values, dtype);
+  }
   adaln_all_.weight = upload_concatenated(adaln_weights, adaln_weight_count, compute_);
   adaln_all_.bias = upload_concatenated(adaln_biases, adaln_bias_count, DeviceDtype::f32);
   adaln_all_.out = modulation_width();
@@ -492,10 +496,9 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   const float* final_shift = act_.modulation + static_cast<size_t>(c.depth) * 6 * D;
   const float* final_scale = final_shift + D;
 
-  cuda::patch_embed(act_.x_in, patch_weight_, patch_bias_, pos_embed_, act_.residual, rows, c.in_channels,
-                    c.input_size, p, D, stream_);
-  cuda::layernorm_modulate(act_.residual, chunk_of(0, 0), chunk_of(0, 1), NM, act_.normed, compute_, rows, T, D,
-                           kLayerNormEps, stream_);
+  cuda::patch_embed_layernorm_modulate(act_.x_in, patch_weight_, patch_bias_, pos_embed_, act_.residual, chunk_of(0, 0),
+                                       chunk_of(0, 1), NM, act_.normed, compute_, rows, c.in_channels, c.input_size, p,
+                                       D, kLayerNormEps, stream_);
   for (int i = 0; i < c.depth; ++i) {
     NvtxRange block_range("block");
     const DeviceBlock& block = blocks_[i];

@@ -83,7 +83,7 @@ TEST_P(CudaPatchEmbed, matches_reference) {
   vector<float> ref(static_cast<size_t>(k.B) * T * k.D);
   cpu::patch_embed(x.data(), w.data(), bias.data(), pos.data(), ref.data(), k.B, k.C, k.S, k.p, k.D);
 
-  DeviceTensor dx(x), dw(w), db(bias), dpos(pos), dout(ref.size());
+  DeviceTensor dx(x), dw(cpu::transpose_patch_weight(w, k.D)), db(bias), dpos(pos), dout(ref.size());
   dout.poison();
   cuda::patch_embed(dx.f32(), dw.f32(), db.f32(), dpos.f32(), dout.f32(), k.B, k.C, k.S, k.p, k.D, nullptr);
   size_t unwritten = 0;
@@ -97,6 +97,63 @@ INSTANTIATE_TEST_SUITE_P(patch_embed, CudaPatchEmbed,
                                          PatchEmbedCase{2, 4, 64, 2, 1152},
                                          PatchEmbedCase{2, 4, 10, 2, 200}),  // 25 tokens: a partial block
                          [](const auto& info) { return info.param.name(); });
+
+// --- patch_embed fused with the first LayerNorm + modulation -------------------------------------
+
+struct PatchLayerNormCase {
+  PatchEmbedCase shape;
+  DeviceDtype dtype;
+  std::string name() const { return shape.name() + "_" + test::dtype_suffix(dtype); }
+};
+
+class CudaPatchEmbedLayerNorm : public testing::TestWithParam<PatchLayerNormCase> {};
+
+TEST_P(CudaPatchEmbedLayerNorm, matches_reference_composition) {
+  const PatchEmbedCase k = GetParam().shape;
+  const DeviceDtype dtype = GetParam().dtype;
+  const uint64_t seed = test::fresh_seed();
+  const int T = (k.S / k.p) * (k.S / k.p), stride = 6 * k.D;
+  const vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.C * k.S * k.S, seed);
+  const vector<float> w = test::random_normal(static_cast<size_t>(k.D) * k.C * k.p * k.p, seed + 1, 0.2f);
+  vector<float> bias = test::random_normal(k.D, seed + 2);
+  for (float& v : bias) v += 3.0f;  // an offset mean, as in the LayerNorm tests
+  const vector<float> pos = test::random_normal(static_cast<size_t>(T) * k.D, seed + 3);
+  const vector<float> modulation = test::random_normal(static_cast<size_t>(k.B) * stride, seed + 4, 0.5f);
+  vector<float> ref_x(static_cast<size_t>(k.B) * T * k.D), ref(ref_x.size());
+  cpu::patch_embed(x.data(), w.data(), bias.data(), pos.data(), ref_x.data(), k.B, k.C, k.S, k.p, k.D);
+  cpu::layernorm_modulate(ref_x.data(), modulation.data(), modulation.data() + k.D, stride, ref.data(), k.B, T, k.D,
+                          1e-6f);
+
+  DeviceTensor dx(x), dw(cpu::transpose_patch_weight(w, k.D)), db(bias), dpos(pos), dmod(modulation);
+  DeviceTensor dres(ref.size()), dout(ref.size(), dtype), dres_alone(ref.size());
+  dres.poison();
+  dout.poison();
+  cuda::patch_embed_layernorm_modulate(dx.f32(), dw.f32(), db.f32(), dpos.f32(), dres.f32(), dmod.f32(),
+                                       dmod.f32() + k.D, stride, dout.data(), dtype, k.B, k.C, k.S, k.p, k.D, 1e-6f,
+                                       nullptr);
+  cuda::patch_embed(dx.f32(), dw.f32(), db.f32(), dpos.f32(), dres_alone.f32(), k.B, k.C, k.S, k.p, k.D, nullptr);
+  size_t unwritten = 0;
+  const vector<float> residual = dres.download(&unwritten);
+  EXPECT_EQ(unwritten, 0u) << GetParam().name() << ": residual not fully written";
+  EXPECT_TRUE(residual == dres_alone.download()) << GetParam().name() << ": the residual differs from patch_embed's";
+  expect_close("patch_embed_layernorm/" + GetParam().name() + "/x", residual, unwritten, test::to_double(ref_x),
+               kF32Bound, seed);
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("patch_embed_layernorm/" + GetParam().name() + "/out", out, unwritten, test::to_double(ref),
+               bound_for(dtype), seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    patch_embed_layernorm, CudaPatchEmbedLayerNorm,
+    testing::Values(PatchLayerNormCase{{2, 4, 32, 2, 1152}, DeviceDtype::f16},  // DiT-XL/2 at 256
+                    PatchLayerNormCase{{2, 4, 32, 2, 1152}, DeviceDtype::bf16},
+                    PatchLayerNormCase{{2, 4, 64, 2, 1152}, DeviceDtype::f32},  // at 512
+                    PatchLayerNormCase{{3, 4, 16, 4, 384}, DeviceDtype::f16},   // DiT-S/4: C p^2 = 64
+                    PatchLayerNormCase{{2, 4, 64, 8, 72}, DeviceDtype::f32},    // C p^2 = 256, one warp of three
+                    PatchLayerNormCase{{2, 4, 10, 2, 200}, DeviceDtype::f16},   // 25 tokens, partial warps
+                    PatchLayerNormCase{{1, 4, 8, 2, 1500}, DeviceDtype::f32},   // D > 1152: the two kernels
+                    PatchLayerNormCase{{2, 3, 8, 1, 64}, DeviceDtype::f16}),    // C p^2 = 3: the two kernels
+    [](const auto& info) { return info.param.name(); });
 
 // --- timestep_embed -----------------------------------------------------------------------------
 

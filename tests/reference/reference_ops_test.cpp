@@ -170,6 +170,17 @@ void patch_embed_case(int B, int C, int S, int p, int D) {
   expect_close(out, ref, kFloat32Bound, seed);
 }
 
+// transpose_patch_weight: element (i, d) of [C p p, D] is element (d, i) of [D, C p p].
+void transpose_patch_weight_case(int D, int patch) {
+  const uint64_t seed = test::fresh_seed();
+  const vector<float> weight = test::random_normal(size_t(D) * patch, seed);
+  const vector<float> transposed = cpu::transpose_patch_weight(weight, D);
+  ASSERT_EQ(transposed.size(), weight.size());
+  for (int d = 0; d < D; ++d)
+    for (int i = 0; i < patch; ++i)
+      ASSERT_EQ(transposed[size_t(i) * D + d], weight[size_t(d) * patch + i]) << "d " << d << " i " << i;
+}
+
 void timestep_embed_case(int B, int dim) {
   const uint64_t seed = test::fresh_seed();
   vector<int64_t> t(B);
@@ -326,6 +337,9 @@ vector<OpCase> op_cases() {
   for (auto [B, C, S, p, D] : {std::tuple{2, 4, 8, 2, 64}, {1, 4, 16, 4, 32}, {2, 3, 8, 8, 16}})
     cases.push_back({name_of("patch_embed", {{"b", B}, {"c", C}, {"s", S}, {"p", p}, {"d", D}}),
                      [=] { patch_embed_case(B, C, S, p, D); }});
+  for (auto [D, patch] : {std::pair{1152, 16}, {5, 3}})
+    cases.push_back({name_of("transpose_patch_weight", {{"d", D}, {"patch", patch}}),
+                     [=] { transpose_patch_weight_case(D, patch); }});
   for (auto [B, dim] : {std::pair{4, 256}, {3, 7}})
     cases.push_back({name_of("timestep_embed", {{"b", B}, {"dim", dim}}), [=] { timestep_embed_case(B, dim); }});
   for (auto [B, g, p, C] : {std::tuple{2, 4, 2, 8}, {1, 3, 4, 6}})
