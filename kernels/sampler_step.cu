@@ -75,11 +75,39 @@ static __global__ void ddim_step_kernel(float* __restrict__ x, const float* __re
 static __global__ void __launch_bounds__(256) loop_step_kernel(LoopStepArgs a) {
   const int s = *static_cast<volatile int*>(a.step);  // written only by this kernel's last block
   const LoopStep step = a.steps[s];
-  const int64_t per_image = static_cast<int64_t>(a.C) * a.HW, groups = (per_image + 3) / 4;
+  // 32-bit indices: the launcher checks that images * C * HW fits
+  const int per_image = a.C * a.HW, groups = (per_image + 3) / 4;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < groups * a.images; t += stride) {
-    const int n = static_cast<int>(t / groups);
-    const int64_t group = t - n * groups;
+  const int64_t work = static_cast<int64_t>(groups) * a.images;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < work; t += stride) {
+    const int n = static_cast<int>(t) / groups, group = static_cast<int>(t) - n * groups;
+    const float* cond = a.model_out + static_cast<size_t>(n) * 2 * per_image;
+    const float* uncond = a.model_out + static_cast<size_t>(n + a.images) * 2 * per_image;
+    // output channel `channel` of this image at `pixel`, after guidance
+    const auto output = [&](int channel, int pixel) {
+      int offset = channel * a.HW + pixel;
+      if (a.patch > 0) {  // unpatchify's gather: token (row / p, col / p), then (row % p, col % p, channel)
+        const int p = a.patch, row = pixel / a.width, col = pixel - row * a.width;
+        const int token = (row / p) * (a.width / p) + col / p;
+        offset = ((token * p + row % p) * p + col % p) * 2 * a.C + channel;
+      }
+      return a.guided && channel < a.guided_channels ? guided_value(cond[offset], uncond[offset], step.guidance_scale)
+                                                     : cond[offset];
+    };
+    // Every load of the four elements before the first store: the stores to x_state and x_in
+    // could alias the loads for the compiler, which would otherwise issue each element's loads
+    // only after the previous element's stores.
+    float x[4], eps[4], v[4];
+#pragma unroll
+    for (int lane = 0; lane < 4; ++lane) {
+      const int e = 4 * group + lane;  // c * HW + pixel
+      x[lane] = eps[lane] = v[lane] = 0.0f;
+      if (e >= per_image) continue;
+      const int c = e / a.HW, pixel = e - c * a.HW;
+      x[lane] = a.x_state[static_cast<size_t>(n) * per_image + e];
+      eps[lane] = output(c, pixel);
+      if (!step.use_ddim && !step.k.last_step) v[lane] = output(a.C + c, pixel);
+    }
     float z[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (step.add_noise) {
       const noise_math::Philox4 bits = noise_math::philox4x32_10(
@@ -87,34 +115,16 @@ static __global__ void __launch_bounds__(256) loop_step_kernel(LoopStepArgs a) {
           static_cast<uint32_t>(a.seeds[n]), static_cast<uint32_t>(a.seeds[n] >> 32));
       noise_math::box_muller4(bits, z);
     }
-    const float* cond = a.model_out + static_cast<size_t>(n) * 2 * per_image;
-    const float* uncond = a.model_out + static_cast<size_t>(n + a.images) * 2 * per_image;
-    // output channel `channel` of this image at `pixel`, after guidance
-    const auto output = [&](int channel, int pixel) {
-      int64_t offset = static_cast<int64_t>(channel) * a.HW + pixel;
-      if (a.patch > 0) {  // unpatchify's gather: token (row / p, col / p), then (row % p, col % p, channel)
-        const int p = a.patch, row = pixel / a.width, col = pixel - row * a.width;
-        const int64_t token = static_cast<int64_t>(row / p) * (a.width / p) + col / p;
-        offset = ((token * p + row % p) * p + col % p) * 2 * a.C + channel;
-      }
-      return a.guided && channel < a.guided_channels ? guided_value(cond[offset], uncond[offset], step.guidance_scale)
-                                                     : cond[offset];
-    };
+#pragma unroll
     for (int lane = 0; lane < 4; ++lane) {
-      const int64_t e = 4 * group + lane;  // c * HW + pixel
+      const int e = 4 * group + lane;
       if (e >= per_image) break;
-      const int c = static_cast<int>(e / a.HW), pixel = static_cast<int>(e - static_cast<int64_t>(c) * a.HW);
       const size_t i = static_cast<size_t>(n) * per_image + e;
-      const float eps = output(c, pixel);
-      float next;
-      if (step.use_ddim) {
-        next = ddim_update(a.x_state[i], eps, z[lane], step.k.sqrt_recip_alphas_cumprod,
-                           step.k.sqrt_recipm1_alphas_cumprod, step.ddim.sqrt_ac_prev, step.ddim.eps_coefficient,
-                           step.ddim.sigma, step.ddim.add_noise);
-      } else {
-        const float v = step.k.last_step ? 0.0f : output(a.C + c, pixel);
-        next = ddpm_update(a.x_state[i], eps, v, z[lane], step.k);
-      }
+      const float next = step.use_ddim
+                             ? ddim_update(x[lane], eps[lane], z[lane], step.k.sqrt_recip_alphas_cumprod,
+                                           step.k.sqrt_recipm1_alphas_cumprod, step.ddim.sqrt_ac_prev,
+                                           step.ddim.eps_coefficient, step.ddim.sigma, step.ddim.add_noise)
+                             : ddpm_update(x[lane], eps[lane], v[lane], z[lane], step.k);
       a.x_state[i] = next;
       a.x_in[i] = next;
       if (a.guided) a.x_in[static_cast<size_t>(n + a.images) * per_image + e] = next;
@@ -203,6 +213,8 @@ void ddim_step(float* x, const float* model_out, const float* noise, int N, int 
 void loop_step(const LoopStepArgs& args, cudaStream_t stream) {
   const char* op = "dit::cuda::loop_step";
   require(args.images > 0 && args.C > 0 && args.HW > 0, op, "non-positive size");
+  require(2 * static_cast<int64_t>(args.images) * 2 * args.C * args.HW < (int64_t{1} << 31), op,
+          "the model output has 2^31 floats or more");
   require(args.modulation_floats >= 0, op, "negative modulation size");
   require(!args.guided || (args.guided_channels > 0 && args.guided_channels <= 2 * args.C), op,
           "guided_channels not in [1, 2C]");
