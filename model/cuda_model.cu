@@ -108,6 +108,12 @@ struct Activations {
   void* branch = nullptr;         // [rows, T, D] attention-proj / fc2 output, compute dtype
   void* mlp_hidden = nullptr;     // [rows, T, 4D] compute dtype
   float* final_tokens = nullptr;  // [rows, T, p*p*out_channels]
+  // Copies of the patch embedding's weights (read by every forward pass), here so that the L2
+  // window of keep_activations_in_l2 covers them: in the weight arena they are evicted by the
+  // block weights streaming through each pass.
+  float* pos_embed = nullptr;     // [T, D]
+  float* patch_weight = nullptr;  // [C p p, D]
+  float* patch_bias = nullptr;    // [D]
   float* out = nullptr;           // [rows, out_channels, S, S]
   float* x_state = nullptr;       // [rows, C, S, S] the sampler's latents (the first images rows)
   uint64_t* seeds = nullptr;      // [rows] one per image
@@ -138,8 +144,9 @@ class CudaDitModel final : public DitModel {
   template <typename Alloc>
   Activations carve_activations(Alloc& alloc, int rows, int steps, int conditionings) const;
   void ensure_capacity(int rows, int steps);
-  // Marks the forward pass's activations (modulation to MLP hidden: 15 MB for DiT-XL/2 at 256
-  // batch 2) as persisting in L2 for stream_'s kernels when they fit in the part of L2 the device
+  // Marks what a sampling step reads and writes (x_in to MLP hidden: the step table, the patch
+  // embedding's weights and the activations, 16.5 MB for DiT-XL/2 at 256 batch 2) as persisting
+  // in L2 for stream_'s kernels when they fit in the part of L2 the device
   // can set aside (cudaDevAttrMaxPersistingL2CacheSize: most of an H200's 60 MB, part of an
   // RTX A5500's 6 MB), so the weights streaming through each block do not evict them; a larger
   // batch takes no window.
@@ -353,7 +360,8 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.rows = rows;
   a.steps = steps;
   a.conditionings = conditionings;
-  a.x_in = alloc.template take<float>(R * c.in_channels * S2);
+  // First what no step reads again: the conditioning inputs and intermediates, the chunk of
+  // modulations (read once per step, streamed), forward()'s output.
   a.labels = alloc.template take<int64_t>(R * steps);
   a.timesteps = alloc.template take<int64_t>(R * steps);
   a.frequencies = alloc.template take<float>(C_rows * kFrequencyDim);
@@ -362,6 +370,20 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.conditioning = alloc.template take<float>(C_rows * D);
   a.silu_c = alloc.take(C_rows * D * compute_bytes);
   a.modulation_chunk = alloc.template take<float>(C_rows * NM);
+  a.out = alloc.template take<float>(R * c.out_channels() * S2);
+  a.initial_streams = alloc.template take<uint32_t>(R);
+  // Then, contiguous from x_in to mlp_hidden (keep_activations_in_l2's window), everything a
+  // sampling step reads and writes.
+  a.x_in = alloc.template take<float>(R * c.in_channels * S2);
+  a.x_state = alloc.template take<float>(R * c.in_channels * S2);
+  a.seeds = alloc.template take<uint64_t>(R);
+  a.loop_steps = alloc.template take<cuda::LoopStep>(static_cast<size_t>(steps));
+  a.loop_step = alloc.template take<int>(1);
+  a.loop_blocks_done = alloc.template take<unsigned>(1);
+  a.final_tokens = alloc.template take<float>(R * T * out_dim);
+  a.pos_embed = alloc.template take<float>(T * D);
+  a.patch_weight = alloc.template take<float>(static_cast<size_t>(c.in_channels) * c.patch_size * c.patch_size * D);
+  a.patch_bias = alloc.template take<float>(D);
   a.modulation = alloc.template take<float>(R * NM);
   a.residual = alloc.template take<float>(R * T * D);
   a.normed = alloc.take(R * T * D * compute_bytes);
@@ -369,14 +391,6 @@ Activations CudaDitModel::carve_activations(Alloc& alloc, int rows, int steps, i
   a.attention = alloc.take(R * T * D * compute_bytes);
   a.branch = alloc.take(R * T * D * compute_bytes);
   a.mlp_hidden = alloc.take(R * T * static_cast<size_t>(c.mlp_hidden()) * compute_bytes);
-  a.final_tokens = alloc.template take<float>(R * T * out_dim);
-  a.out = alloc.template take<float>(R * c.out_channels() * S2);
-  a.x_state = alloc.template take<float>(R * c.in_channels * S2);
-  a.seeds = alloc.template take<uint64_t>(R);
-  a.initial_streams = alloc.template take<uint32_t>(R);
-  a.loop_steps = alloc.template take<cuda::LoopStep>(static_cast<size_t>(steps));
-  a.loop_step = alloc.template take<int>(1);
-  a.loop_blocks_done = alloc.template take<unsigned>(1);
   return a;
 }
 
@@ -396,6 +410,13 @@ void CudaDitModel::ensure_capacity(int rows, int steps) {
   activation_arena_ = cuda::DeviceArena();  // free the old one first
   activation_arena_ = cuda::DeviceArena(sizer.bytes());
   act_ = carve_activations(activation_arena_, rows, steps, new_conditionings);
+  const ModelConfig& c = config_;
+  const size_t D = c.hidden_size, patch = static_cast<size_t>(c.in_channels) * c.patch_size * c.patch_size;
+  DIT_CUDA_CHECK(cudaMemcpyAsync(act_.pos_embed, pos_embed_, c.tokens() * D * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 stream_));
+  DIT_CUDA_CHECK(cudaMemcpyAsync(act_.patch_weight, patch_weight_, patch * D * sizeof(float),
+                                 cudaMemcpyDeviceToDevice, stream_));
+  DIT_CUDA_CHECK(cudaMemcpyAsync(act_.patch_bias, patch_bias_, D * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
   keep_activations_in_l2();
 }
 
@@ -406,7 +427,7 @@ void CudaDitModel::keep_activations_in_l2() {
   DIT_CUDA_CHECK(cudaDeviceGetAttribute(&max_window, cudaDevAttrMaxAccessPolicyWindowSize, device));
   if (max_persisting <= 0 || max_window <= 0) return;
   const size_t T = config_.tokens(), mlp = config_.mlp_hidden();
-  const auto* begin = reinterpret_cast<const std::byte*>(act_.modulation);
+  const auto* begin = reinterpret_cast<const std::byte*>(act_.x_in);
   const auto* end = static_cast<const std::byte*>(act_.mlp_hidden) +
                     static_cast<size_t>(act_.rows) * T * mlp * cuda::dtype_bytes(compute_);
   const size_t window = static_cast<size_t>(end - begin);
@@ -496,9 +517,9 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   const float* final_shift = act_.modulation + static_cast<size_t>(c.depth) * 6 * D;
   const float* final_scale = final_shift + D;
 
-  cuda::patch_embed_layernorm_modulate(act_.x_in, patch_weight_, patch_bias_, pos_embed_, act_.residual, chunk_of(0, 0),
-                                       chunk_of(0, 1), NM, act_.normed, compute_, rows, c.in_channels, c.input_size, p,
-                                       D, kLayerNormEps, stream_);
+  cuda::patch_embed_layernorm_modulate(act_.x_in, act_.patch_weight, act_.patch_bias, act_.pos_embed, act_.residual,
+                                       chunk_of(0, 0), chunk_of(0, 1), NM, act_.normed, compute_, rows, c.in_channels,
+                                       c.input_size, p, D, kLayerNormEps, stream_);
   for (int i = 0; i < c.depth; ++i) {
     NvtxRange block_range("block");
     const DeviceBlock& block = blocks_[i];
