@@ -95,7 +95,8 @@ static __global__ void __launch_bounds__(kVecThreads)
   const float4* sh = reinterpret_cast<const float4*>(shift + static_cast<size_t>(b) * mod_stride);
   const float4* sc = reinterpret_cast<const float4*>(scale + static_cast<size_t>(b) * mod_stride);
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread], added[kVecPerThread], pos[kVecPerThread];
+  float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread];
+  float4 added[kVecPerThread], pos[kVecPerThread];
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int q = threadIdx.x + kVecThreads * j;
@@ -126,8 +127,8 @@ static __global__ void __launch_bounds__(kVecThreads)
                        acc.w + added[j].w + pos[j].w);
     out_row[q] = v[j];
   }
-  vec4_layernorm_modulate(v, shifts, scales, reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(blockIdx.x) * quads,
-                          quads, inv_d, eps);
+  Out4<Out>* out_quads = reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(blockIdx.x) * quads;
+  vec4_layernorm_modulate(v, shifts, scales, out_quads, quads, inv_d, eps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,7 +186,8 @@ void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const
   const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   const bool fused = D % 4 == 0 && D <= kVecFormMaxD && P % 4 == 0 && P <= kFusedMaxPatch && mod_stride % 4 == 0 &&
                      aligned16(weight_t) && aligned16(bias) && aligned16(pos_embed) && aligned16(residual) &&
-                     aligned16(shift) && aligned16(scale) && reinterpret_cast<uintptr_t>(out) % (4 * dtype_bytes(out_dtype)) == 0;
+                     aligned16(shift) && aligned16(scale) &&
+                     reinterpret_cast<uintptr_t>(out) % (4 * dtype_bytes(out_dtype)) == 0;
   if (!fused) {
     patch_embed(x, weight_t, bias, pos_embed, residual, B, C, S, p, D, stream);
     layernorm_modulate(residual, shift, scale, mod_stride, out, out_dtype, B, (S / p) * (S / p), D, eps, stream);
@@ -196,8 +198,8 @@ void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const
   require_aligned(x, alignof(float), op, "x");
   dispatch_dtype(out_dtype, [&](auto tag) {
     using Out = typename decltype(tag)::type;
-    launch_patch_embed_layernorm(x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, static_cast<Out*>(out),
-                                 B, C, S, p, D, eps, stream);
+    launch_patch_embed_layernorm(x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride,
+                                 static_cast<Out*>(out), B, C, S, p, D, eps, stream);
   });
 }
 
