@@ -50,60 +50,88 @@ __device__ __forceinline__ int vec4_warp_elements(int warp, int quads) {
   return n;
 }
 
-// Every thread of the block calls it, v[j] holding quad threadIdx.x + 96 j of the row (zeros
-// beyond D), shifts and scales the same quads of the modulation rows. Writes
-// o[q] = (v - mean) / sqrt(variance + eps) * (1 + scale) + shift for the quads q < quads.
+// Every thread of the block calls it, v[t][j] holding quad threadIdx.x + 96 j of row t of the
+// block's kRows rows (zeros beyond D), shifts and scales the same quads of the modulation rows,
+// which the rows share. Writes o[t quads + q] = (v - mean) / sqrt(variance + eps) * (1 + scale) +
+// shift for the quads q < quads: each row with the arithmetic of a block of one row, the rows'
+// reductions interleaved and one barrier for all of them.
+template <typename Out, int kRows>
+__device__ __forceinline__ void vec4_layernorm_modulate_rows(const float4 (&v)[kRows][kVecPerThread],
+                                                             const float4 (&shifts)[kVecPerThread],
+                                                             const float4 (&scales)[kVecPerThread], Out4<Out>* o,
+                                                             int quads, float inv_d, float eps) {
+  __shared__ float2 partials[kRows][kVecWarps];  // per row and warp: (sum, sum of squared deviations from its mean)
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int held = vec4_warp_elements(warp, quads);
+  float sum[kRows], squares[kRows];
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) {
+    sum[t] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kVecPerThread; ++j) sum[t] += (v[t][j].x + v[t][j].y) + (v[t][j].z + v[t][j].w);  // zero beyond D
+  }
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) sum[t] = warp_sum(sum[t]);
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) {
+    const float warp_mean = held > 0 ? sum[t] * __frcp_rn(static_cast<float>(held)) : 0.0f;
+    squares[t] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kVecPerThread; ++j) {
+      if (threadIdx.x + kVecThreads * j < quads) {
+        const float a = v[t][j].x - warp_mean, c = v[t][j].y - warp_mean, e = v[t][j].z - warp_mean,
+                    f = v[t][j].w - warp_mean;
+        squares[t] += (a * a + c * c) + (e * e + f * f);
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) squares[t] = warp_sum(squares[t]);
+  if (lane == 0) {
+#pragma unroll
+    for (int t = 0; t < kRows; ++t) partials[t][warp] = make_float2(sum[t], squares[t]);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int t = 0; t < kRows; ++t) {
+    // Chan et al.: M2 = sum_w M2_w + n_w (mean_w - mean)^2 over the warps holding elements.
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kVecWarps; ++w) total += partials[t][w].x;
+    const float mean = total * inv_d;
+    float m2 = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kVecWarps; ++w) {
+      const int n = vec4_warp_elements(w, quads);
+      if (n > 0) {
+        const float delta = partials[t][w].x * __frcp_rn(static_cast<float>(n)) - mean;
+        m2 += partials[t][w].y + static_cast<float>(n) * delta * delta;
+      }
+    }
+    const float inv_std = rsqrtf(m2 * inv_d + eps);
+#pragma unroll
+    for (int j = 0; j < kVecPerThread; ++j) {
+      const int q = threadIdx.x + kVecThreads * j;
+      if (q < quads) {
+        Out4<Out> r;
+        r.v[0] = from_float<Out>((v[t][j].x - mean) * inv_std * (1.0f + scales[j].x) + shifts[j].x);
+        r.v[1] = from_float<Out>((v[t][j].y - mean) * inv_std * (1.0f + scales[j].y) + shifts[j].y);
+        r.v[2] = from_float<Out>((v[t][j].z - mean) * inv_std * (1.0f + scales[j].z) + shifts[j].z);
+        r.v[3] = from_float<Out>((v[t][j].w - mean) * inv_std * (1.0f + scales[j].w) + shifts[j].w);
+        o[static_cast<size_t>(t) * quads + q] = r;
+      }
+    }
+  }
+}
+
+// One row per block: v[j] holding quad threadIdx.x + 96 j of the row.
 template <typename Out>
 __device__ __forceinline__ void vec4_layernorm_modulate(const float4 (&v)[kVecPerThread],
                                                         const float4 (&shifts)[kVecPerThread],
                                                         const float4 (&scales)[kVecPerThread], Out4<Out>* o,
                                                         int quads, float inv_d, float eps) {
-  __shared__ float2 partials[kVecWarps];  // per warp: (sum, sum of squared deviations from its mean)
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int held = vec4_warp_elements(warp, quads);
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) sum += (v[j].x + v[j].y) + (v[j].z + v[j].w);  // zero beyond D
-  sum = warp_sum(sum);
-  const float warp_mean = held > 0 ? sum * __frcp_rn(static_cast<float>(held)) : 0.0f;
-  float squares = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) {
-    if (threadIdx.x + kVecThreads * j < quads) {
-      const float a = v[j].x - warp_mean, c = v[j].y - warp_mean, e = v[j].z - warp_mean, f = v[j].w - warp_mean;
-      squares += (a * a + c * c) + (e * e + f * f);
-    }
-  }
-  squares = warp_sum(squares);
-  if (lane == 0) partials[warp] = make_float2(sum, squares);
-  __syncthreads();
-  // Chan et al.: M2 = sum_w M2_w + n_w (mean_w - mean)^2 over the warps holding elements.
-  float total = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kVecWarps; ++w) total += partials[w].x;
-  const float mean = total * inv_d;
-  float m2 = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kVecWarps; ++w) {
-    const int n = vec4_warp_elements(w, quads);
-    if (n > 0) {
-      const float delta = partials[w].x * __frcp_rn(static_cast<float>(n)) - mean;
-      m2 += partials[w].y + static_cast<float>(n) * delta * delta;
-    }
-  }
-  const float inv_std = rsqrtf(m2 * inv_d + eps);
-#pragma unroll
-  for (int j = 0; j < kVecPerThread; ++j) {
-    const int q = threadIdx.x + kVecThreads * j;
-    if (q < quads) {
-      Out4<Out> r;
-      r.v[0] = from_float<Out>((v[j].x - mean) * inv_std * (1.0f + scales[j].x) + shifts[j].x);
-      r.v[1] = from_float<Out>((v[j].y - mean) * inv_std * (1.0f + scales[j].y) + shifts[j].y);
-      r.v[2] = from_float<Out>((v[j].z - mean) * inv_std * (1.0f + scales[j].z) + shifts[j].z);
-      r.v[3] = from_float<Out>((v[j].w - mean) * inv_std * (1.0f + scales[j].w) + shifts[j].w);
-      o[q] = r;
-    }
-  }
+  vec4_layernorm_modulate_rows<Out, 1>(reinterpret_cast<const float4(&)[1][kVecPerThread]>(v), shifts, scales, o,
+                                       quads, inv_d, eps);
 }
 
 }  // namespace dit::cuda

@@ -1,12 +1,14 @@
 // CUDA patch embedding (kernels/patch_embed.h): a p x p stride-p convolution as one dot product
 // of length C*p*p per output, a block's patches staged in shared memory, plus bias and pos_embed;
-// and the same fused with the first LayerNorm + modulation: one token a block of 96 threads, each
-// thread computing its three float4 of the row from the transposed weight and keeping them in
-// registers for the statistics (kernels/layernorm_vec4.cuh). That replaces two launches of the
-// forward pass (13 and 6 us at DiT-XL/2 batch 2 on an H200, Nsight Compute) with one. Both
-// kernels read the weight transposed, [C p p, D]: in PyTorch's [D, C p p] the fused kernel's
-// 16-byte loads had each thread of a warp in another 256-byte row, 32 L1 wavefronts a load, and
-// took 14.7 us.
+// and the same fused with the first LayerNorm + modulation: two tokens a block of 96 threads
+// (one where T is odd), each thread computing its three float4 of both rows from the transposed
+// weight and keeping them in registers for the statistics (kernels/layernorm_vec4.cuh). That
+// replaces two launches of the forward pass (13 and 6 us at DiT-XL/2 batch 2 on an H200, Nsight
+// Compute) with one. Both kernels read the weight transposed, [C p p, D]: in PyTorch's
+// [D, C p p] the fused kernel's 16-byte loads had each thread of a warp in another 256-byte row,
+// 32 L1 wavefronts a load, and took 14.7 us. Each weight quad serving two tokens halves the
+// weight reads (the whole 74 KB weight per block): bench_kernels on an H200 (L2 flushed, batch 2)
+// 12.9 -> 10.2 us at 256 and 20.6 -> 17.0 at 512; four tokens a block took 11.9 and 19.2.
 #include "kernels/patch_embed.h"
 
 #include <cuda_runtime.h>
@@ -67,11 +69,14 @@ static __global__ void patch_embed_kernel(const float* __restrict__ x,          
 }
 
 constexpr int kFusedMaxPatch = 256;  // C p^2 of the fused form: C = 4 up to p = 8
+constexpr int kFusedRows = 2;         // tokens a block of the fused form, where they divide T
 
-// grid (B T), kVecThreads threads: token blockIdx.x % T of batch entry blockIdx.x / T. Output d
-// sums w[d, i] * patch[i] in increasing i with one FMA each, then adds the bias and pos_embed, as
-// patch_embed_kernel does, so the residual has the same bits.
-template <typename Out>
+// grid (B T / kRows), kVecThreads threads: tokens kRows blockIdx.x .. + kRows - 1 of the
+// flattened [B, T] (kRows divides T, so a block's tokens share their batch entry and modulation).
+// Each weight quad a thread loads serves its kRows tokens. Output d sums w[d, i] * patch[i] in
+// increasing i with one FMA each, then adds the bias and pos_embed, as patch_embed_kernel does,
+// so the residual has the same bits.
+template <typename Out, int kRows>
 static __global__ void __launch_bounds__(kVecThreads)
     patch_embed_layernorm_kernel(const float* __restrict__ x,          // [B, C, S, S]
                                  const float* __restrict__ weight_t,   // [P, D], P = C p p
@@ -82,53 +87,63 @@ static __global__ void __launch_bounds__(kVecThreads)
                                  const float* __restrict__ scale,      // [B, mod_stride]
                                  int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                  int C, int S, int p, int D, float inv_d, float eps) {
-  __shared__ float patch[kFusedMaxPatch];
+  __shared__ float patch[kRows][kFusedMaxPatch];
   const int g = S / p, T = g * g, P = C * p * p, quads = D / 4;
-  const int b = blockIdx.x / T, token = blockIdx.x - b * T, row = token / g, col = token - row * g;
-  for (int i = threadIdx.x; i < P; i += kVecThreads) {
-    const int c = i / (p * p), r = (i / p) % p, q = i % p;
-    patch[i] = x[((static_cast<size_t>(b) * C + c) * S + row * p + r) * S + col * p + q];
+  const int first_row = blockIdx.x * kRows, b = first_row / T, first_token = first_row - b * T;
+  for (int i = threadIdx.x; i < kRows * P; i += kVecThreads) {
+    const int t = i / P, e = i - t * P, token = first_token + t, row = token / g, col = token - row * g;
+    const int c = e / (p * p), r = (e / p) % p, q = e % p;
+    patch[t][e] = x[((static_cast<size_t>(b) * C + c) * S + row * p + r) * S + col * p + q];
   }
   // What does not depend on the patch is fetched before the barrier.
   const float4* bias4 = reinterpret_cast<const float4*>(bias);
-  const float4* pos4 = reinterpret_cast<const float4*>(pos_embed + static_cast<size_t>(token) * D);
+  const float4* pos4 = reinterpret_cast<const float4*>(pos_embed + static_cast<size_t>(first_token) * D);
   const float4* sh = reinterpret_cast<const float4*>(shift + static_cast<size_t>(b) * mod_stride);
   const float4* sc = reinterpret_cast<const float4*>(scale + static_cast<size_t>(b) * mod_stride);
   const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  float4 v[kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread];
-  float4 added[kVecPerThread], pos[kVecPerThread];
+  float4 v[kRows][kVecPerThread], shifts[kVecPerThread], scales[kVecPerThread], added[kVecPerThread];
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int q = threadIdx.x + kVecThreads * j;
     const bool in_row = q < quads;
     added[j] = in_row ? bias4[q] : zero;
-    pos[j] = in_row ? pos4[q] : zero;
     shifts[j] = in_row ? sh[q] : zero;
     scales[j] = in_row ? sc[q] : zero;
+#pragma unroll
+    for (int t = 0; t < kRows; ++t) v[t][j] = in_row ? pos4[static_cast<size_t>(t) * quads + q] : zero;  // pos_embed
   }
   __syncthreads();
   // Row i of weight_t, quad q: the weights of outputs 4 q .. 4 q + 3 for patch element i, one
   // 16-byte load whose warp reads 512 consecutive bytes.
   const float4* w4 = reinterpret_cast<const float4*>(weight_t);
-  float4* out_row = reinterpret_cast<float4*>(residual + static_cast<size_t>(blockIdx.x) * D);
+  float4* out_rows = reinterpret_cast<float4*>(residual + static_cast<size_t>(first_row) * D);
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int q = threadIdx.x + kVecThreads * j;
-    v[j] = zero;
     if (q >= quads) continue;
-    float4 acc = zero;
+    float4 acc[kRows];
+#pragma unroll
+    for (int t = 0; t < kRows; ++t) acc[t] = zero;
 #pragma unroll 16
     for (int i = 0; i < P; ++i) {
-      const float in = patch[i];
       const float4 w = w4[static_cast<size_t>(i) * quads + q];
-      acc = make_float4(fmaf(w.x, in, acc.x), fmaf(w.y, in, acc.y), fmaf(w.z, in, acc.z), fmaf(w.w, in, acc.w));
+#pragma unroll
+      for (int t = 0; t < kRows; ++t) {
+        const float in = patch[t][i];
+        acc[t] = make_float4(fmaf(w.x, in, acc[t].x), fmaf(w.y, in, acc[t].y), fmaf(w.z, in, acc[t].z),
+                             fmaf(w.w, in, acc[t].w));
+      }
     }
-    v[j] = make_float4(acc.x + added[j].x + pos[j].x, acc.y + added[j].y + pos[j].y, acc.z + added[j].z + pos[j].z,
-                       acc.w + added[j].w + pos[j].w);
-    out_row[q] = v[j];
+#pragma unroll
+    for (int t = 0; t < kRows; ++t) {
+      const float4 pos = v[t][j];
+      v[t][j] = make_float4(acc[t].x + added[j].x + pos.x, acc[t].y + added[j].y + pos.y,
+                            acc[t].z + added[j].z + pos.z, acc[t].w + added[j].w + pos.w);
+      out_rows[static_cast<size_t>(t) * quads + q] = v[t][j];
+    }
   }
-  Out4<Out>* out_quads = reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(blockIdx.x) * quads;
-  vec4_layernorm_modulate(v, shifts, scales, out_quads, quads, inv_d, eps);
+  Out4<Out>* out_quads = reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(first_row) * quads;
+  vec4_layernorm_modulate_rows<Out, kRows>(v, shifts, scales, out_quads, quads, inv_d, eps);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -150,9 +165,13 @@ static void launch_patch_embed_layernorm(const float* x, const float* weight_t, 
                                          const float* scale, int mod_stride, Out* out, int B, int C, int S, int p,
                                          int D, float eps, cudaStream_t stream) {
   const int T = (S / p) * (S / p);
-  patch_embed_layernorm_kernel<Out><<<B * T, kVecThreads, 0, stream>>>(x, weight_t, bias, pos_embed, residual, shift,
-                                                                       scale, mod_stride, out, C, S, p, D,
-                                                                       1.0f / static_cast<float>(D), eps);
+  const float inv_d = 1.0f / static_cast<float>(D);
+  if (T % kFusedRows == 0)
+    patch_embed_layernorm_kernel<Out, kFusedRows><<<B * T / kFusedRows, kVecThreads, 0, stream>>>(
+        x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, out, C, S, p, D, inv_d, eps);
+  else
+    patch_embed_layernorm_kernel<Out, 1><<<B * T, kVecThreads, 0, stream>>>(
+        x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, out, C, S, p, D, inv_d, eps);
   DIT_LAUNCH_CHECK();
 }
 

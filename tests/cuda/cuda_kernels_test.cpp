@@ -150,7 +150,8 @@ INSTANTIATE_TEST_SUITE_P(
                     PatchLayerNormCase{{2, 4, 64, 2, 1152}, DeviceDtype::f32},  // at 512
                     PatchLayerNormCase{{3, 4, 16, 4, 384}, DeviceDtype::f16},   // DiT-S/4: C p^2 = 64
                     PatchLayerNormCase{{2, 4, 64, 8, 72}, DeviceDtype::f32},    // C p^2 = 256, one warp of three
-                    PatchLayerNormCase{{2, 4, 10, 2, 200}, DeviceDtype::f16},   // 25 tokens, partial warps
+                    PatchLayerNormCase{{2, 4, 10, 2, 200}, DeviceDtype::f16},   // 25 tokens: one a block, partial warps
+                    PatchLayerNormCase{{2, 4, 14, 2, 1152}, DeviceDtype::bf16}, // 49 tokens: one a block, full rows
                     PatchLayerNormCase{{1, 4, 8, 2, 1500}, DeviceDtype::f32},   // D > 1152: the two kernels
                     PatchLayerNormCase{{2, 3, 8, 1, 64}, DeviceDtype::f16}),    // C p^2 = 3: the two kernels
     [](const auto& info) { return info.param.name(); });
