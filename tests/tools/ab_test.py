@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The parts of tools/gpu-host/ab.sh that need no GPU: the arguments it refuses (exit 2, the
-tree untouched) and the table ab_table.py makes of an A/B run's JSON.
+tree untouched), what it would run with a patch or with two environments, and the table
+ab_table.py makes of an A/B run's JSON.
 
     ab_test.py SOURCE_DIR
 """
@@ -36,7 +37,7 @@ class Refusals(unittest.TestCase):
         self.assertIn(message, result.stderr)
 
     def test_arguments(self):
-        self.refused([], "no PATCH given")
+        self.refused([], "no PATCH given (and no --env-a or --env-b)")
         self.refused(["/no/such.patch"], "is not a file")
         with tempfile.NamedTemporaryFile("w", suffix=".patch") as patch:
             patch.write("--- a/README.md\n+++ b/README.md\n@@ -1 +1 @@\n-no such line\n+x\n")
@@ -47,6 +48,20 @@ class Refusals(unittest.TestCase):
             self.refused([patch.name, "--benches", "forward,nope"], "unknown bench 'nope'")
             self.refused([patch.name, "--fast"], "unknown option --fast")
             self.refused([patch.name, patch.name], "one PATCH only")
+        self.refused(["--env-b"], "--env-b needs a value")
+        self.refused(["--env-a"], "--env-a needs a value")
+        self.refused(["--env-b", "DIT_GEMM_PLAN"], "environment setting 'DIT_GEMM_PLAN' is not NAME=VALUE")
+        self.refused(["--env-a", "A=1 2B=x"], "environment setting '2B=x' is not NAME=VALUE")
+        self.refused(["--env-b", "A=1", "--benches", "nope"], "unknown bench 'nope'")
+
+    def test_environments_alone_are_one_build(self):
+        result = run(["bash", AB, "--env-a", "A=1 B=x", "--env-b", "DIT_GEMM_PLAN=off", "--benches", "e2e",
+                      "--check"])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("one build, side a with 'A=1 B=x', side b with 'DIT_GEMM_PLAN=off'; 1 round(s) of e2e",
+                      result.stdout)
+        result = run(["bash", AB, "--env-b", "X=", "--check"])  # an empty value is a setting
+        self.assertEqual(result.returncode, 0, result.stderr)
 
     def test_a_patch_that_applies_is_checked_and_left_unapplied(self):
         readme = os.path.join(SOURCE, "README.md")
