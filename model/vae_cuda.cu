@@ -2,10 +2,19 @@
 // tensors are channels last, [N, H, W, C]. The latent (4) and RGB (3) channel counts are padded
 // to 8 with zero weights so every convolution has tensor-core-friendly channels.
 //
+// A convolution's bias is one more pass over its output: the bias kernel (kernels/vae_bias.h).
+// In fp16 and bf16 cuDNN adds it instead, in the convolution's own epilogue, together with the
+// residual a resnet's conv2 adds to (cudnnConvolutionBiasActivationForward; model/vae_cuda_conv.h):
+// one launch and one rounding fewer per convolution (7 to 10% of an SD decode on an H200), for a
+// copy of each bias in the storage type. A shape cuDNN has no fused form for keeps the separate
+// kernel. fp32 (the golden path) and tf32 always take the separate kernel, which adds the
+// float32 bias as before. DIT_VAE_FUSED_BIAS=0 keeps the separate kernel at every precision.
+//
 // The first decode of a (batch, latent size) runs eagerly (cuDNN and cuBLASLt load their kernels)
 // and is then captured as a CUDA Graph; later decodes of that shape upload the latents and replay
-// it: about 210 launches, most of them cuDNN calls with tens of microseconds of host work each,
-// become one. The replay runs the same kernels on the same buffers, so it gives the same bytes.
+// it: about 210 launches (fewer where the bias is fused), most of them cuDNN calls with tens of
+// microseconds of host work each, become one. The replay runs the same kernels on the same
+// buffers, so it gives the same bytes.
 // DIT_CUDA_GRAPHS=0 keeps every decode eager, as it does for the DiT (model/cuda_model.cu).
 #include "model/vae_cuda.h"
 
@@ -50,6 +59,9 @@ int padded(int channels) { return (channels + kPaddedChannels - 1) / kPaddedChan
 // Offsets into the device copy of the weights (one upload, one allocation).
 struct ConvParams {
   size_t weight = 0, bias = 0;  // [Cout, k, k, Cin] storage type, [Cout] float32
+  // The same bias [Cout] in the 16-bit storage type, for cuDNN's fused call; staged only when
+  // the decoder fuses biases.
+  std::optional<size_t> fused_bias;
   int in_channels = 0, out_channels = 0, kernel = 0;
 };
 struct NormParams {
@@ -70,10 +82,11 @@ struct UpBlockParams {
   std::optional<ConvParams> upsampler;
 };
 
-// Host image of the device weights, built parameter by parameter.
+// Host image of the device weights, built parameter by parameter. With `fused_bias`, each
+// convolution's bias is staged twice: float32 for the bias kernel, the storage type for cuDNN.
 class WeightStaging {
  public:
-  explicit WeightStaging(DeviceDtype dtype) : dtype_(dtype) {}
+  explicit WeightStaging(DeviceDtype dtype, bool fused_bias = false) : dtype_(dtype), fused_bias_(fused_bias) {}
 
   size_t add(const std::vector<float>& values, DeviceDtype dtype) {
     const size_t offset = cuda::align_up(bytes_.size());
@@ -109,6 +122,7 @@ class WeightStaging {
     ConvParams params;
     params.weight = add(packed);
     params.bias = add(bias, DeviceDtype::f32);
+    if (fused_bias_) params.fused_bias = add(bias);  // rounded once from the float32 sum above
     params.in_channels = in_pad;
     params.out_channels = out_pad;
     params.kernel = k;
@@ -123,6 +137,7 @@ class WeightStaging {
 
  private:
   DeviceDtype dtype_;
+  bool fused_bias_;
   std::vector<std::byte> bytes_;
   std::vector<uint16_t> narrowed_;  // 16-bit images of the tensor being added
 };
@@ -253,7 +268,7 @@ class CudaVaeDecoder final : public VaeDecoder {
   }
 
   void upload_weights(const VaeWeights& weights) {
-    WeightStaging staging(dtype_);
+    WeightStaging staging(dtype_, fuse_bias_);
     const int latent_pad = padded(layout_.latent_channels);
     post_quant_ = staging.conv(weights, "post_quant_conv.", latent_pad, latent_pad);
     conv_in_ = staging.conv(weights, "decoder.conv_in.", latent_pad, layout_.top_channels);
@@ -339,7 +354,7 @@ class CudaVaeDecoder final : public VaeDecoder {
                                                               std::max(shape.in_channels, shape.out_channels));
       final_size = std::max(final_size, shape.H);
       if (!plan->convs.count(shape)) {
-        auto conv = std::make_unique<CudnnConv>(cudnn_, shape, precision_);
+        auto conv = std::make_unique<CudnnConv>(cudnn_, shape, precision_, fuse_bias_);
         plan->conv_workspace_bytes = std::max(plan->conv_workspace_bytes, conv->workspace_bytes());
         plan->convs.emplace(shape, std::move(conv));
       }
@@ -393,9 +408,15 @@ class CudaVaeDecoder final : public VaeDecoder {
     return plan;
   }
 
+  // out = conv(in) + bias (with_bias) + out (accumulate). The fused call does it all where the
+  // plan has it; otherwise, or where cuDNN declines it, the plain call and the bias kernel.
   void conv(const ConvParams& p, const void* in, void* out, int size, bool accumulate, bool with_bias = true) {
     const ConvShape shape{plan_->N, size, size, p.in_channels, p.out_channels, p.kernel};
-    plan_->convs.at(shape)->run(in, device(p.weight), out, accumulate, plan_->conv_workspace);
+    CudnnConv& c = *plan_->convs.at(shape);
+    if (with_bias && p.fused_bias &&
+        c.run_with_bias(in, device(p.weight), device(*p.fused_bias), out, accumulate, plan_->conv_workspace))
+      return;
+    c.run(in, device(p.weight), out, accumulate, plan_->conv_workspace);
     if (with_bias)
       cuda::vae_add_bias(out, device<float>(p.bias), dtype_, static_cast<int64_t>(plan_->N) * size * size,
                          p.out_channels, stream_);
@@ -480,6 +501,9 @@ class CudaVaeDecoder final : public VaeDecoder {
   Precision precision_;
   DeviceDtype dtype_;
   bool use_graphs_ = !(std::getenv("DIT_CUDA_GRAPHS") && std::string(std::getenv("DIT_CUDA_GRAPHS")) == "0");
+  // DIT_VAE_FUSED_BIAS=0 keeps the separate bias kernel in fp16/bf16 too (the A/B for benchmarks).
+  bool fuse_bias_ = dtype_ != DeviceDtype::f32 &&
+                    !(std::getenv("DIT_VAE_FUSED_BIAS") && std::string(std::getenv("DIT_VAE_FUSED_BIAS")) == "0");
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cublasLtHandle_t cublas_ = nullptr;

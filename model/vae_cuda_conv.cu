@@ -68,6 +68,10 @@ static bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& candidate, Precision
   return true;
 }
 
+bool fused_bias_candidate(const cudnnConvolutionFwdAlgoPerf_t& candidate, Precision precision) {
+  return candidate.algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && acceptable(candidate, precision);
+}
+
 CudnnConv::TensorDesc CudnnConv::tensor_desc(cudnnDataType_t type, int N, int C, int H, int W) {
   cudnnTensorDescriptor_t raw = nullptr;
   DIT_CUDNN_CHECK(cudnnCreateTensorDescriptor(&raw));
@@ -76,7 +80,19 @@ CudnnConv::TensorDesc CudnnConv::tensor_desc(cudnnDataType_t type, int N, int C,
   return desc;
 }
 
-CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& shape, Precision precision) : handle_(handle) {
+CudnnConv::ConvDesc CudnnConv::conv_desc(const ConvShape& shape, cudnnMathType_t math) {
+  cudnnConvolutionDescriptor_t raw = nullptr;
+  DIT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&raw));
+  ConvDesc desc(raw);
+  const int pad = shape.kernel / 2;
+  DIT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(raw, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                  CUDNN_DATA_FLOAT));
+  DIT_CUDNN_CHECK(cudnnSetConvolutionMathType(raw, math));
+  return desc;
+}
+
+CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& shape, Precision precision, bool fuse_bias)
+    : handle_(handle) {
   const cudnnDataType_t type = cudnn_dtype(storage_dtype(precision));
   in_desc_ = tensor_desc(type, shape.N, shape.in_channels, shape.H, shape.W);
   out_desc_ = tensor_desc(type, shape.N, shape.out_channels, shape.H, shape.W);
@@ -85,16 +101,11 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& shape, Precision pre
   filter_desc_.reset(filter);
   DIT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, type, CUDNN_TENSOR_NHWC, shape.out_channels, shape.in_channels,
                                              shape.kernel, shape.kernel));
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  DIT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
-  conv_desc_.reset(conv);
-  const int pad = shape.kernel / 2;
-  DIT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                  CUDNN_DATA_FLOAT));
   const cudnnMathType_t requested = precision == Precision::fp32   ? CUDNN_FMA_MATH
                                     : precision == Precision::tf32 ? CUDNN_DEFAULT_MATH
                                                                    : CUDNN_TENSOR_OP_MATH;
-  DIT_CUDNN_CHECK(cudnnSetConvolutionMathType(conv, requested));
+  conv_desc_ = conv_desc(shape, requested);
+  cudnnConvolutionDescriptor_t conv = conv_desc_.get();
 
   std::vector<cudnnConvolutionFwdAlgoPerf_t> candidates(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
   int returned = 0;
@@ -118,6 +129,7 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& shape, Precision pre
     algorithm_ = candidate.algo;
     workspace_bytes_ = bytes;
     algorithm_name_ = std::string(algorithm_label(candidate.algo)) + "/" + math_label(math);
+    if (fuse_bias) plan_fused_bias(shape, precision, type, candidates.data(), returned);
     return;
   }
   throw Error(ErrorKind::device, "cuDNN offers no deterministic " + std::string(precision_name(precision)) +
@@ -128,11 +140,66 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvShape& shape, Precision pre
                                      std::to_string(shape.W) + "; candidates:" + considered);
 }
 
+// The fused call's algorithm is the best-ranked fused_bias_candidate(), which is the plain
+// algorithm itself whenever the heuristic already ranks IMPLICIT_PRECOMP_GEMM first. None found
+// leaves the fused form unplanned: the plain call and the bias kernel do the work, as before.
+void CudnnConv::plan_fused_bias(const ConvShape& shape, Precision precision, cudnnDataType_t type,
+                                const cudnnConvolutionFwdAlgoPerf_t* candidates, int count) {
+  for (int i = 0; i < count; ++i) {
+    const auto& candidate = candidates[i];
+    if (!fused_bias_candidate(candidate, precision)) continue;
+    const cudnnMathType_t math = precision == Precision::fp32 ? CUDNN_FMA_MATH : candidate.mathType;
+    ConvDesc conv = conv_desc(shape, math);
+    size_t bytes = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(handle_, in_desc_.get(), filter_desc_.get(), conv.get(),
+                                                out_desc_.get(), candidate.algo, &bytes) != CUDNN_STATUS_SUCCESS ||
+        bytes > kConvWorkspaceLimit)
+      continue;
+    cudnnActivationDescriptor_t identity = nullptr;
+    DIT_CUDNN_CHECK(cudnnCreateActivationDescriptor(&identity));
+    identity_.reset(identity);
+    DIT_CUDNN_CHECK(cudnnSetActivationDescriptor(identity, CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+    // The bias is a 1 x C x 1 x 1 tensor of the output's type: with 16-bit tensors and float32
+    // compute cuDNN takes a 16-bit bias (seen running on an H200 with cuDNN 9.19, every shape of
+    // the SD decoder), so the decoder stages one beside the float32 copy.
+    bias_desc_ = tensor_desc(type, 1, shape.out_channels, 1, 1);
+    fused_conv_desc_ = std::move(conv);
+    fused_algorithm_ = candidate.algo;
+    fused_workspace_bytes_ = bytes;
+    fused_algorithm_name_ = std::string(algorithm_label(candidate.algo)) + "/" + math_label(math) + "+bias";
+    fused_ = {Fused::untried, Fused::untried};
+    return;
+  }
+}
+
 void CudnnConv::run(const void* in, const void* weight, void* out, bool accumulate, void* workspace) const {
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   DIT_CUDNN_CHECK(cudnnConvolutionForward(handle_, &one, in_desc_.get(), in, filter_desc_.get(), weight,
                                           conv_desc_.get(), algorithm_, workspace, workspace_bytes_, &beta,
                                           out_desc_.get(), out));
+}
+
+bool CudnnConv::run_with_bias(const void* in, const void* weight, const void* bias, void* out, bool accumulate,
+                              void* workspace) {
+  Fused& state = fused_[accumulate];
+  if (state == Fused::off) return false;
+  // z is the output itself: alpha2 = 1 adds the residual already there, alpha2 = 0 ignores it
+  // (cuDNN then does not read z, so an unwritten output is fine).
+  const float one = 1.0f, alpha2 = accumulate ? 1.0f : 0.0f;
+  const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
+      handle_, &one, in_desc_.get(), in, filter_desc_.get(), weight, fused_conv_desc_.get(), fused_algorithm_,
+      workspace, fused_workspace_bytes_, &alpha2, out_desc_.get(), out, bias_desc_.get(), bias, identity_.get(),
+      out_desc_.get(), out);
+  // cuDNN picks its kernel on the host, so a "not supported" answer comes before anything is
+  // enqueued and leaves the output for the caller's unfused path. It counts as an answer only on
+  // the first call in a mode; a call that has run before and then fails has met a real error.
+  if (state == Fused::untried && CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED) {
+    state = Fused::off;
+    return false;
+  }
+  check_cudnn(status, "cudnnConvolutionBiasActivationForward", __FILE__, __LINE__);
+  state = Fused::on;
+  return true;
 }
 
 }  // namespace dit::cuda

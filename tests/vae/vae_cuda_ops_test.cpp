@@ -1,16 +1,21 @@
 // The VAE's CUDA kernels (GroupNorm+SiLU, nearest 2x upsampling, bias, row softmax, the planar
-// image) against their CPU references: one table-driven case per shape and dtype, fresh random
-// inputs each run (the seed is printed on failure), outputs poisoned first, normwise error under
-// a per-dtype bound (exact equality for the pure data movements).
+// image) and cuDNN's fused convolution + bias (+ residual) against their CPU references: one
+// table-driven case per shape and dtype, fresh random inputs each run (the seed is printed on
+// failure), outputs poisoned first, normwise error under a per-dtype bound (exact equality for
+// the pure data movements).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
 #include <string>
 
 #include "kernels/group_norm.h"
 #include "kernels/upsample.h"
 #include "kernels/vae_bias.h"
+#include "kernels/vae_conv2d.h"
 #include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
+#include "model/vae_cuda_conv.h"
 #include "tests/support/test_support.h"
 #include "tests/vae/device_buffer.h"
 
@@ -169,6 +174,85 @@ INSTANTIATE_TEST_SUITE_P(Vae, BiasKernel,
                            const BiasCase& c = info.param;
                            return "rows" + std::to_string(c.rows) + "_c" + std::to_string(c.C) + "_" +
                                   cuda::dtype_name(c.dtype);
+                         });
+
+// ---------------------------------------------------------------------------------------------
+// cuDNN convolution with the bias, and the residual, in the same call (CudnnConv::run_with_bias)
+
+struct ConvBiasCase {
+  int N, S, Cin, Cout, k;
+  bool accumulate;  // out = conv + bias + out (a resnet's conv2) rather than conv + bias
+  DeviceDtype dtype;
+};
+
+class CudnnConvBias : public testing::TestWithParam<ConvBiasCase> {};
+
+// The fused call and the path the decoder falls back to (the plain call, then the bias kernel)
+// against the float64 reference, each within the output rounding bound. Without accumulation
+// the output is poisoned first: alpha2 = 0 with z = out must not read it. The decoder's shapes
+// (1x1 and 3x3, padded channels, a residual) at the tiny config's sizes and one SD mid-block.
+TEST_P(CudnnConvBias, FusedMatchesReference) {
+  const ConvBiasCase c = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const Precision precision = c.dtype == DeviceDtype::f16 ? Precision::fp16 : Precision::bf16;
+  const size_t pixels = static_cast<size_t>(c.N) * c.S * c.S, taps = static_cast<size_t>(c.k) * c.k;
+  const std::vector<float> x = rounded_input(pixels * c.Cin, seed, c.dtype, 1.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.Cin * taps));
+  const std::vector<float> w = rounded_input(c.Cout * c.Cin * taps, seed + 1, c.dtype, scale);  // [Cout, Cin, k, k]
+  std::vector<float> w_nhwc(w.size());                                                          // [Cout, k, k, Cin]
+  for (int o = 0; o < c.Cout; ++o)
+    for (int i = 0; i < c.Cin; ++i)
+      for (size_t t = 0; t < taps; ++t) w_nhwc[(o * taps + t) * c.Cin + i] = w[(o * c.Cin + i) * taps + t];
+  const std::vector<float> bias = test::random_normal(c.Cout, seed + 2, 0.5f);  // float32, as the weights hold it
+  const std::vector<float> prior = c.accumulate ? rounded_input(pixels * c.Cout, seed + 3, c.dtype, 1.0f)
+                                                : std::vector<float>(pixels * c.Cout, 0.0f);
+  std::vector<float> ref(pixels * c.Cout);
+  cpu::vae_conv2d(x.data(), w.data(), bias.data(), ref.data(), c.N, c.S, c.S, c.Cin, c.Cout, c.k);
+  for (size_t i = 0; i < ref.size(); ++i) ref[i] += prior[i];
+
+  cudnnHandle_t handle = nullptr;
+  DIT_CUDNN_CHECK(cudnnCreate(&handle));
+  const std::unique_ptr<cudnnContext, cudnnStatus_t (*)(cudnnHandle_t)> owned(handle, cudnnDestroy);
+  cuda::CudnnConv conv(handle, {c.N, c.S, c.S, c.Cin, c.Cout, c.k}, precision, /*fuse_bias=*/true);
+  ASSERT_FALSE(conv.fused_algorithm_name().empty()) << "no fused form planned (plain " << conv.algorithm_name() << ")";
+  SCOPED_TRACE(conv.fused_algorithm_name() + " beside " + conv.algorithm_name());
+  test::DeviceBuffer in(x, c.dtype), weight(w_nhwc, c.dtype);
+  test::DeviceBuffer bias_storage(bias, c.dtype), bias_f32(bias, DeviceDtype::f32);
+  test::DeviceBuffer workspace(conv.workspace_bytes() / sizeof(float) + 1, DeviceDtype::f32);
+  test::DeviceBuffer fused(ref.size(), c.dtype), unfused(ref.size(), c.dtype);
+  for (test::DeviceBuffer* out : {&fused, &unfused}) {
+    if (c.accumulate)
+      out->upload(prior);
+    else
+      out->poison();
+  }
+
+  EXPECT_TRUE(
+      conv.run_with_bias(in.get(), weight.get(), bias_storage.get(), fused.get(), c.accumulate, workspace.get()))
+      << "cuDNN declined " << conv.fused_algorithm_name();
+  EXPECT_TRUE(conv.fuses_bias(c.accumulate));
+  conv.run(in.get(), weight.get(), unfused.get(), c.accumulate, workspace.get());
+  cuda::vae_add_bias(unfused.get(), static_cast<float*>(bias_f32.get()), c.dtype, static_cast<int64_t>(pixels), c.Cout,
+                     nullptr);
+  expect_close(fused.download(), ref, c.dtype, seed);
+  expect_close(unfused.download(), ref, c.dtype, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Vae, CudnnConvBias,
+                         testing::Values(ConvBiasCase{1, 8, 8, 8, 1, false, DeviceDtype::f16},
+                                         ConvBiasCase{2, 8, 8, 64, 3, false, DeviceDtype::f16},
+                                         ConvBiasCase{2, 16, 64, 64, 3, true, DeviceDtype::f16},
+                                         ConvBiasCase{2, 32, 64, 32, 1, false, DeviceDtype::f16},
+                                         ConvBiasCase{1, 32, 512, 512, 3, true, DeviceDtype::f16},
+                                         ConvBiasCase{1, 8, 8, 8, 1, false, DeviceDtype::bf16},
+                                         ConvBiasCase{2, 16, 64, 64, 3, false, DeviceDtype::bf16},
+                                         ConvBiasCase{2, 16, 64, 64, 3, true, DeviceDtype::bf16},
+                                         ConvBiasCase{1, 64, 32, 8, 3, false, DeviceDtype::bf16}),
+                         [](const auto& info) {
+                           const ConvBiasCase& c = info.param;
+                           return "n" + std::to_string(c.N) + "_s" + std::to_string(c.S) + "_" +
+                                  std::to_string(c.Cin) + "to" + std::to_string(c.Cout) + "_k" + std::to_string(c.k) +
+                                  (c.accumulate ? "_residual" : "") + "_" + cuda::dtype_name(c.dtype);
                          });
 
 // ---------------------------------------------------------------------------------------------
