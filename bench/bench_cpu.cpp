@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "bench/support/bench_support.h"
-#include "bench/support/engine_setup.h"
-#include "bench/support/model_costs.h"
+#include "bench/engine/engine_setup.h"
+#include "bench/engine/model_costs.h"
 #include "model/dit_model.h"
 
 namespace {

@@ -45,7 +45,7 @@
 #include "model/pipeline.h"
 #include "quality/corpus.h"
 #include "quality/gate_sets.h"
-#include "quality/render.h"
+#include "quality/store.h"
 
 namespace {
 

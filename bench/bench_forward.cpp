@@ -20,10 +20,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
-#include "bench/support/model_costs.h"
-#include "model/safetensors.h"
+#include "bench/engine/model_costs.h"
+#include "core/safetensors.h"
 
 namespace {
 

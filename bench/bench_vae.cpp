@@ -13,9 +13,9 @@
 #include <optional>
 #include <random>
 
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
-#include "bench/support/model_costs.h"
+#include "bench/engine/model_costs.h"
 #include "model/pipeline.h"
 
 namespace {

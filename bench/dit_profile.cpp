@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
 #include "bench/support/tool_arguments.h"
 #include "model/pipeline.h"

@@ -21,11 +21,11 @@
 #include <utility>
 #include <vector>
 
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
 #include "bench/support/tool_arguments.h"
 #include "model/cublaslt_gemm.h"
-#include "model/error.h"
+#include "core/error.h"
 #include "model/gemm_plan.h"
 
 #ifndef DIT_GEMM_PLAN_SOURCE_DIR

@@ -2,10 +2,10 @@
 #
 #   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
 #                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
-#     quality.<set>.render            renders the candidate's outputs into
+#     quality.<set>.render            dit-quality-render renders the candidate's outputs into
 #                                     $DIT_RUN_DIR/quality/<set>/render (no golden path given);
 #                                     FIXTURES_SETUP quality.<set>
-#     quality.<set>.<metric>          one per required metric of the contract
+#     quality.<set>.<metric>          dit-quality judges one required metric of the contract
 #     quality.<set>.critical.<case>   one per critical case of this corpus (label `critical`)
 #   Every test is labelled `quality` (GPU sets also `gpu`); the gates need the fixture, read
 #   the baseline from $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification
@@ -29,8 +29,8 @@ function(dit_add_gate)
   if(NOT arg_SET OR NOT arg_CORPUS OR NOT arg_CONTRACT OR NOT arg_BACKEND)
     message(FATAL_ERROR "dit_add_gate needs SET, CORPUS, CONTRACT and BACKEND")
   endif()
-  if(NOT TARGET dit-quality)
-    message(FATAL_ERROR "dit_add_gate needs the dit-quality target (quality/CMakeLists.txt)")
+  if(NOT TARGET dit-quality OR NOT TARGET dit-quality-render)
+    message(FATAL_ERROR "dit_add_gate needs the dit-quality and dit-quality-render targets (quality/CMakeLists.txt)")
   endif()
   if(NOT arg_PRECISION)
     set(arg_PRECISION fp32)
@@ -63,7 +63,7 @@ function(dit_add_gate)
 
   set(common --gate-sets "${DIT_QUALITY_GATE_SETS}" --set ${arg_SET} --default-run-dir "${DIT_QUALITY_RUN_DIR}")
   set(render_test quality.${arg_SET}.render)
-  add_test(NAME ${render_test} COMMAND dit-quality render ${common})
+  add_test(NAME ${render_test} COMMAND dit-quality-render render ${common})
   set_tests_properties(${render_test} PROPERTIES FIXTURES_SETUP quality.${arg_SET} LABELS quality
     SKIP_RETURN_CODE 77)
   if(arg_ENVIRONMENT)

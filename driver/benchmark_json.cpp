@@ -5,7 +5,7 @@
 #include <set>
 #include <sstream>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "driver/files.h"
-#include "model/error.h"
+#include "core/files.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

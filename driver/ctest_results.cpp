@@ -7,7 +7,7 @@
 
 #include <pugixml.hpp>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

@@ -5,7 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/environment_capture.h"
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
 

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/git_repository.h"
 #include "driver/process.h"
 

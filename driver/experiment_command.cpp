@@ -5,12 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/environment_capture.h"
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/lock_file.h"
 #include "driver/recording.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

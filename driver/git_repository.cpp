@@ -8,8 +8,8 @@
 #include <fstream>
 #include <map>
 
-#include "driver/files.h"
-#include "model/error.h"
+#include "core/files.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

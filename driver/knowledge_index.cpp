@@ -18,7 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/subcommands.h"
-#include "model/error.h"
+#include "core/error.h"
+#include "core/files.h"
 
 namespace dit::ar {
 namespace {
@@ -102,14 +103,7 @@ std::string content_hash(std::string_view bytes) {
   return text.str();
 }
 
-std::string read_chapter(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::io, "cannot read handbook chapter " + path.string());
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) throw Error(ErrorKind::io, "cannot read handbook chapter " + path.string());
-  return content.str();
-}
+std::string read_chapter(const std::filesystem::path& path) { return read_text_file(path, "handbook chapter "); }
 
 struct Chapter {
   std::string path;  // relative to the handbook folder

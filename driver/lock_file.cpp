@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

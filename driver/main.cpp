@@ -7,7 +7,7 @@
 #include "driver/common_options.h"
 #include "driver/process.h"
 #include "driver/subcommands.h"
-#include "model/error.h"
+#include "core/error.h"
 
 int main(int argc, char** argv) {
   using namespace dit::ar;

@@ -2,26 +2,28 @@
 // objective benchmark and the best commit's build of it, interleaved in one run, and decides
 // with driver/performance_gate.h. A fixed path: experiments cannot change it.
 //
-// Inputs (DESIGN.md section 9): DIT_RUN_DIR (lane.json is read from it, the report written to
-// gates/performance.json, raw JSON to bench/), DIT_BEST_BUILD_DIR, DIT_BASELINE_DIR
-// (performance.json: the baseline's summary, for the total guardrails), DIT_CLASSIFICATION
-// (recorded in the report). lane.json's "mode" is "noise" during `dit-ar baseline`: the build
-// is then measured against itself (A/A) and the noise reported. Without a run directory or a
-// best build it skips with exit code 77: only dit-ar can provide them.
+// Inputs (ARCHITECTURE.md, Between the driver and the tests): DIT_RUN_DIR (lane.json is read
+// from it, the report written to gates/performance.json, raw JSON to bench/), DIT_BEST_BUILD_DIR,
+// DIT_BASELINE_DIR (performance.json: the baseline's summary, for the total guardrails),
+// DIT_CLASSIFICATION (recorded in the report). lane.json's "mode" is "noise" during
+// `dit-ar baseline`: the build is then measured against itself (A/A) and the noise reported.
+// Without a run directory or a best build it skips with exit code 77: only dit-ar can provide
+// them.
 // Exit codes: 0 passed, 1 failed (report written), 2 could not measure (no report), 77 skipped.
 #include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/performance_gate.h"
 #include "driver/process.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+using namespace dit;
 using namespace dit::ar;
 
 constexpr int kExitPassed = 0;

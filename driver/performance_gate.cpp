@@ -5,9 +5,9 @@
 #include <set>
 #include <sstream>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/statistics.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

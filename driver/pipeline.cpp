@@ -6,9 +6,9 @@
 #include <iomanip>
 
 #include "driver/ctest_results.h"
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/process.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

@@ -1,6 +1,7 @@
 // One run of a commit: configure, build, and each test preset through CTest, as child
-// processes with the session's timeouts and the driver/test environment of DESIGN.md
-// section 9. Produces the RunFacts the decision reads; logs go to the run directory.
+// processes with the session's timeouts and the driver/test environment of ARCHITECTURE.md
+// (Between the driver and the tests). Produces the RunFacts the decision reads; logs go to the
+// run directory.
 #pragma once
 
 #include <filesystem>

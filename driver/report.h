@@ -1,4 +1,4 @@
-// dit-ar report: the research session as one self-contained HTML page (DESIGN.md section 8).
+// dit-ar report: the research session as one self-contained HTML page (driver/README.md).
 // Reading the state directory (report_input.cpp, report_results.cpp), the parts of the page
 // (report_svg.cpp: the objective chart; report_images.cpp: PNG decoding, the difference
 // heatmap, data: URIs; report_html.cpp: the page) and the command (report_command.cpp).
@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/image.h"
 #include "driver/config.h"
 
 namespace dit::ar {
@@ -89,22 +90,14 @@ ReportInput load_report_input(const Config& config);
 // The objective over experiments as an inline <svg>: one marker per row (class "point").
 std::string render_objective_chart(const ReportInput& input);
 
-// A decoded 8-bit RGB image.
-struct RgbImage {
-  int width = 0, height = 0;
-  std::vector<unsigned char> rgb;  // [height, width, 3]
-};
-RgbImage read_png_file(const std::filesystem::path& path);  // throws dit::Error naming the file
-std::string encode_png(const RgbImage& image);              // PNG bytes
-
 // The per-pixel difference of two images of one size: the largest channel difference, mapped
 // black (identical) through red and yellow to white (the largest difference in the image).
 struct DifferenceMap {
-  RgbImage heatmap;
+  Image heatmap;
   int max_difference = 0;     // in 8-bit levels
   double mean_difference = 0; // over pixels, of the per-pixel largest channel difference
 };
-DifferenceMap difference_heatmap(const RgbImage& baseline, const RgbImage& best);
+DifferenceMap difference_heatmap(const Image& baseline, const Image& best);
 
 std::string base64_encode(const std::string& bytes);
 std::string png_data_uri(const std::string& png_bytes);

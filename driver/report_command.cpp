@@ -1,11 +1,11 @@
-// dit-ar report: writes the session as one self-contained HTML page (DESIGN.md section 8).
+// dit-ar report: writes the session as one self-contained HTML page (driver/README.md).
 // Exit 0 when written; 2 when the config or a state file (results.tsv, session.json,
 // best.json) is malformed, naming the file and line.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/report.h"
 #include "driver/subcommands.h"
 

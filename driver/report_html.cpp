@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "driver/report.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 
@@ -287,9 +287,9 @@ void gallery_section(std::ostream& html, const ReportInput& input) {
     html << "<figure class=\"case\" data-set=\"" << html_escape(gallery_case.set) << "\" data-case=\""
          << html_escape(gallery_case.case_id) << "\"><figcaption>" << html_escape(gallery_case.set) << " / "
          << html_escape(gallery_case.case_id) << "</figcaption><div class=\"triplet\">";
-    std::optional<RgbImage> baseline, best;
+    std::optional<Image> baseline, best;
     try {
-      baseline = read_png_file(gallery_case.baseline_image);
+      baseline = read_png(gallery_case.baseline_image);
       gallery_image(html, encode_png(*baseline), "baseline", gallery_case.case_id + " baseline", "baseline");
     } catch (const Error& error) {
       gallery_missing(html, std::string("baseline image unreadable: ") + error.what());
@@ -298,7 +298,7 @@ void gallery_section(std::ostream& html, const ReportInput& input) {
       gallery_missing(html, "no render of this case in the best's run directory");
     } else {
       try {
-        best = read_png_file(gallery_case.best_image);
+        best = read_png(gallery_case.best_image);
         gallery_image(html, encode_png(*best), "best", gallery_case.case_id + " best", "best");
       } catch (const Error& error) {
         gallery_missing(html, std::string("best image unreadable: ") + error.what());

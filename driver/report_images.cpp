@@ -1,13 +1,11 @@
-// Images for the report's gallery: PNG in and out through libpng's simplified API, the
-// difference heatmap, and data: URIs so the page needs no files beside it.
+// Images for the report's gallery: the difference heatmap, and data: URIs so the page needs no
+// files beside it (PNG in and out through core/image.h).
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 
-#include <png.h>
-
 #include "driver/report.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 
@@ -36,44 +34,7 @@ std::array<unsigned char, 3> heat_colour(double fraction) {
 
 }  // namespace
 
-RgbImage read_png_file(const std::filesystem::path& path) {
-  png_image image{};
-  image.version = PNG_IMAGE_VERSION;
-  if (!png_image_begin_read_from_file(&image, path.c_str())) {
-    throw Error(ErrorKind::invalid_file, path.string() + ": not a readable PNG (" + image.message + ")");
-  }
-  image.format = PNG_FORMAT_RGB;
-  RgbImage result;
-  result.width = static_cast<int>(image.width);
-  result.height = static_cast<int>(image.height);
-  result.rgb.resize(PNG_IMAGE_SIZE(image));
-  if (!png_image_finish_read(&image, nullptr, result.rgb.data(), 0, nullptr)) {
-    std::string message = image.message;
-    png_image_free(&image);
-    throw Error(ErrorKind::invalid_file, path.string() + ": PNG decoding failed (" + message + ")");
-  }
-  return result;
-}
-
-std::string encode_png(const RgbImage& image) {
-  png_image header{};
-  header.version = PNG_IMAGE_VERSION;
-  header.width = static_cast<png_uint_32>(image.width);
-  header.height = static_cast<png_uint_32>(image.height);
-  header.format = PNG_FORMAT_RGB;
-  png_alloc_size_t size = 0;
-  if (!png_image_write_to_memory(&header, nullptr, &size, 0, image.rgb.data(), 0, nullptr)) {
-    throw Error(ErrorKind::invalid_argument, std::string("PNG encoding failed: ") + header.message);
-  }
-  std::string bytes(size, '\0');
-  if (!png_image_write_to_memory(&header, bytes.data(), &size, 0, image.rgb.data(), 0, nullptr)) {
-    throw Error(ErrorKind::invalid_argument, std::string("PNG encoding failed: ") + header.message);
-  }
-  bytes.resize(size);
-  return bytes;
-}
-
-DifferenceMap difference_heatmap(const RgbImage& baseline, const RgbImage& best) {
+DifferenceMap difference_heatmap(const Image& baseline, const Image& best) {
   if (baseline.width != best.width || baseline.height != best.height) {
     throw Error(ErrorKind::invalid_argument, "images of different sizes (" + std::to_string(baseline.width) + "x" +
                                                  std::to_string(baseline.height) + " and " + std::to_string(best.width) +

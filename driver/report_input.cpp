@@ -7,10 +7,10 @@
 #include <regex>
 
 #include "driver/benchmark_json.h"
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/report.h"
 #include "driver/state_directory.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

@@ -3,9 +3,9 @@
 #include <map>
 #include <set>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/report.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

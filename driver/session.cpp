@@ -1,9 +1,9 @@
 // Shared session plumbing for init, baseline, experiment, status and summary.
 #include "driver/session.h"
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/process.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

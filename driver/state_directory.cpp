@@ -6,9 +6,9 @@
 #include <iomanip>
 #include <sstream>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/git_repository.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

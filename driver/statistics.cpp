@@ -7,7 +7,7 @@
 #include <numeric>
 #include <utility>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar {
 

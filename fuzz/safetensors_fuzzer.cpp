@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::cuda {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "model/error.h"
+#include "core/error.h"
 
 // The runtime's own declaration of cudaStream_t, so that headers declaring CUDA entries can be
 // included by host code without the CUDA headers.

@@ -8,7 +8,7 @@
 #include <cctype>
 #include <string>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 namespace {

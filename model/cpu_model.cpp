@@ -13,7 +13,7 @@
 #include "kernels/patch_embed.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 namespace {

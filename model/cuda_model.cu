@@ -47,7 +47,7 @@
 #include "model/cublaslt_gemm.h"
 #include "model/cuda_graph.h"
 #include "model/device_arena.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/schedule.h"
 
 namespace dit {

@@ -1,4 +1,4 @@
-// The CUDA backend of the DiT (DESIGN.md section 3): weights converted once at load to the
+// The CUDA backend of the DiT: weights converted once at load to the
 // compute dtype of `precision` in one device arena, the forward pass on cuBLASLt GEMMs and the
 // kernels of kernels/*.cu, and the whole sampling loop (noise, guidance, DDPM/DDIM) on the GPU.
 #pragma once

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "model/cpu_model.h"
-#include "model/error.h"
+#include "core/error.h"
 #if DIT_WITH_CUDA
 #include "model/cuda_model.h"
 #endif

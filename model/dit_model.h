@@ -8,7 +8,7 @@
 
 #include "model/config.h"
 #include "model/sampler.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 #include "model/weights.h"
 
 namespace dit {

@@ -8,8 +8,8 @@
 #include <set>
 #include <tuple>
 
-#include "model/error.h"
-#include "model/files.h"
+#include "core/error.h"
+#include "core/files.h"
 
 namespace dit {
 namespace {

@@ -1,7 +1,7 @@
 // The image pipeline: sample latents, undo the VAE scaling, decode, quantise to bytes.
 #include "model/pipeline.h"
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/image.h"
 #include "model/dit_model.h"
 #include "model/sampler.h"
 #include "model/vae.h"
@@ -13,11 +14,6 @@
 namespace dit {
 
 constexpr float kVaeScalingFactor = 0.18215f;
-
-struct Image {
-  int width = 0, height = 0;
-  std::vector<uint8_t> rgb;  // [height, width, 3], row-major
-};
 
 struct PipelineResult {
   Tensor latents;             // [N, 4, s, s] as sampled (before the scaling factor)
@@ -29,9 +25,5 @@ std::vector<Image> to_images(const Tensor& decoded);
 
 PipelineResult generate(DitModel& model, VaeDecoder& vae, const SampleRequest& request,
                         const ProgressFn& progress = {});
-
-// PNG through libpng; writes atomically (temporary file, fsync, rename). Throws dit::Error.
-void write_png(const std::string& path, const Image& image);
-Image read_png(const std::string& path);
 
 }  // namespace dit

@@ -11,7 +11,7 @@
 #include "kernels/noise.h"
 #include "kernels/sampler_step.h"
 #include "model/dit_model.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 

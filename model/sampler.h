@@ -12,7 +12,7 @@
 #include "kernels/sampler_step.h"
 #include "model/config.h"
 #include "model/schedule.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace dit {
 

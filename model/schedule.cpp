@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/dit_model.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace dit {
 

@@ -1,7 +1,7 @@
 // VaeConfig: presets, validation, JSON; and the decoder layout derived from it.
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "model/vae.h"
 #include "model/vae_layout.h"
 

@@ -7,7 +7,7 @@
 #include "kernels/upsample.h"
 #include "kernels/vae_conv2d.h"
 #include "kernels/vae_softmax.h"
-#include "model/error.h"
+#include "core/error.h"
 #include "model/vae_cpu.h"
 #include "model/vae_layout.h"
 

@@ -1,5 +1,5 @@
 // make_vae_decoder: the backend switch.
-#include "model/error.h"
+#include "core/error.h"
 #include "model/vae.h"
 #include "model/vae_cpu.h"
 #ifdef DIT_WITH_CUDA

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <set>
 
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/vae.h"
 #include "model/vae_layout.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "kernels/noise_math.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit {
 namespace {

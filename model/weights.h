@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace dit {
 

@@ -2,8 +2,8 @@
 #include <string>
 #include <vector>
 
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/weights.h"
 
 namespace dit {

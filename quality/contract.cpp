@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "quality/files.h"
-#include "quality/sha256.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sha256.h"
 
 namespace dit::quality {
 

@@ -1,6 +1,7 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 #include "quality/corpus.h"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -8,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "quality/files.h"
-#include "quality/sha256.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/sha256.h"
 
 namespace dit::quality {
 
@@ -102,6 +103,26 @@ Case parse_case(const json& object, const std::string& label, int line) {
 }
 
 }  // namespace
+
+bool is_tiny_model(const std::string& model) { return model == "tiny_a" || model == "tiny_b"; }
+
+std::string model_problem(const Case& c) {
+  if (is_tiny_model(c.model)) return {};
+  if (c.image_size != 256 && c.image_size != 512)
+    return "image size " + std::to_string(c.image_size) + " is not supported (256 or 512)";
+  std::string key;
+  for (char ch : c.model) key += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  if (key.rfind("DIT-", 0) == 0) key = key.substr(4);
+  std::string known;
+  for (const char* family : {"S", "B", "L", "XL"}) {
+    for (const char* patch : {"2", "4", "8"}) {
+      known += std::string(known.empty() ? "" : ", ") + "DiT-" + family + "/" + patch;
+      for (const char* separator : {"/", "-"})
+        if (key == std::string(family) + separator + patch) return {};
+    }
+  }
+  return "unknown model '" + c.model + "' (known: " + known + ")";
+}
 
 const Case& Corpus::at(std::string_view id) const {
   for (const Case& c : cases) {

@@ -38,6 +38,15 @@ struct Corpus {
   std::vector<std::string> critical_ids() const;
 };
 
+// The tiny models of the reference vectors ("tiny_a", "tiny_b"): config and weights from
+// tests/data; any other model name is a DiT config name with seeded random weights.
+bool is_tiny_model(const std::string& model);
+
+// What is wrong with the model and image size a case names, or empty: a tiny model at any size,
+// or one of the DiT paper's configurations ("DiT-XL/2", also "XL/2", "DiT-XL-2", "xl-2") at 256 or
+// 512 pixels. The corpus's own vocabulary; the engine checks the same names again when it renders.
+std::string model_problem(const Case& c);
+
 // Throws dit::Error (invalid_file) "<label>:<line>: <problem>", or (io) when unreadable.
 Corpus parse_corpus(std::string_view text, const std::string& label);
 Corpus load_corpus(const std::string& path);

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "quality/files.h"
+#include "core/error.h"
+#include "core/files.h"
 
 namespace dit::quality {
 

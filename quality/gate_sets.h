@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "model/dit_model.h"
-
 namespace dit::quality {
 
 struct GateSet {

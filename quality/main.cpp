@@ -1,25 +1,27 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
-// dit-quality: render a corpus, record a baseline, score, gate, calibrate.
-// Exit codes: 0 passed, 1 a gate failed or a render crashed, 2 bad input or setup,
+// dit-quality, the judge: record a baseline (the golden render comes from dit-quality-render, run
+// as a child process), score, gate, check. It links no engine code (ARCHITECTURE.md).
+// Exit codes: 0 passed, 1 a gate failed or the golden render crashed, 2 bad input or setup,
 // 77 skipped (no recorded baseline, or no GPU for a GPU set without DIT_REQUIRE_GPU=1).
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <cstdlib>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <set>
-#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "model/error.h"
-#include "quality/calibrate.h"
-#include "quality/contract.h"
-#include "quality/corpus.h"
-#include "quality/files.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "quality/command_line.h"
 #include "quality/gate.h"
-#include "quality/gate_sets.h"
 #include "quality/gpu_probe.h"
-#include "quality/render.h"
 #include "quality/scoring.h"
 #include "quality/store.h"
 
@@ -29,166 +31,40 @@ namespace fs = std::filesystem;
 using namespace dit;
 using namespace dit::quality;
 
-constexpr int kExitPassed = 0, kExitFailed = 1, kExitSetup = 2, kExitSkipped = 77;
+constexpr const char* kRendererName = "dit-quality-render";
 
-// A problem with the command line or the inputs: exit code 2.
-struct SetupError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-struct SetOptions {
-  std::string gate_sets, set, corpus, contract, backend, precision, data_dir;
-};
-
-struct Locations {
-  std::string run_dir, default_run_dir, baseline_dir, default_baseline_dir, classification;
-};
-
-void add_set_options(CLI::App* command, SetOptions& o) {
-  command->add_option("--gate-sets", o.gate_sets, "gate-sets.json written by CMake (<build>/quality/gate-sets.json)");
-  command->add_option("--set", o.set, "the gate set to use (cpu, gpu)");
-  command->add_option("--corpus", o.corpus, "corpus .jsonl (overrides the gate set's)");
-  command->add_option("--contract", o.contract, "contract.json (overrides the gate set's)");
-  command->add_option("--backend", o.backend, "cpu or cuda (overrides the gate set's)");
-  command->add_option("--precision", o.precision, "fp32, tf32, fp16 or bf16 (overrides the gate set's)");
-  command->add_option("--data-dir", o.data_dir, "tests/data, where the tiny_* model weights live");
+// The renderer beside this program, unless --renderer names one.
+std::string renderer_path(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code error;
+  const fs::path self = fs::read_symlink("/proc/self/exe", error);
+  if (error) throw SetupError("cannot find this program's folder (/proc/self/exe): " + error.message() +
+                              "; pass --renderer PATH");
+  return (self.parent_path() / kRendererName).string();
 }
 
-std::string environment_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value && *value ? value : fallback;
-}
-
-GateSet resolve_set(const SetOptions& o) {
-  GateSet set;
-  if (!o.gate_sets.empty()) {
-    const std::vector<GateSet> sets = load_gate_sets(o.gate_sets);
-    std::string names;
-    bool found = false;
-    for (const GateSet& candidate : sets) {
-      names += (names.empty() ? "" : ", ") + candidate.name;
-      if (candidate.name == o.set || (o.set.empty() && sets.size() == 1)) {
-        set = candidate;
-        found = true;
-      }
-    }
-    if (!found) throw SetupError(o.gate_sets + " has no set \"" + o.set + "\" (sets: " + names + ")");
+// Runs `arguments` (the program first) with this process's stdout and stderr; its exit code.
+int run_program(const std::vector<std::string>& arguments) {
+  std::vector<char*> argv;
+  for (const std::string& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  pid_t child = 0;
+  if (posix_spawn(&child, argv[0], nullptr, nullptr, argv.data(), environ) != 0)
+    throw SetupError("cannot start " + arguments[0] + ": " + std::strerror(errno));
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw SetupError("cannot wait for " + arguments[0] + ": " + std::strerror(errno));
   }
-  if (!o.set.empty()) set.name = o.set;
-  if (!o.corpus.empty()) set.corpus = o.corpus;
-  if (!o.contract.empty()) set.contract = o.contract;
-  if (!o.backend.empty()) set.backend = o.backend;
-  if (!o.precision.empty()) set.precision = o.precision;
-  if (!o.data_dir.empty()) set.data_dir = o.data_dir;
-  if (set.name.empty()) set.name = "default";
-  if (set.corpus.empty() || set.contract.empty())
-    throw SetupError("name a gate set (--gate-sets FILE --set NAME) or give --corpus and --contract");
-  return set;
-}
-
-struct Inputs {
-  Corpus corpus;
-  Contract contract;
-};
-
-// Loads and cross-checks the corpus and the contract; every problem is a setup error.
-Inputs load_inputs(const GateSet& set) {
-  Inputs inputs{load_corpus(set.corpus), load_contract(set.contract)};
-  for (const Case& c : inputs.corpus.cases) {
-    if (is_tiny_model(c.model)) continue;
-    try {
-      model_config(c.model, c.image_size);
-    } catch (const Error& error) {
-      throw SetupError(set.corpus + ":" + std::to_string(c.line) + ": " + error.what());
-    }
-  }
-  const std::vector<std::string>& listed = inputs.contract.critical_cases_of(inputs.corpus.name);
-  const std::vector<std::string> flagged = inputs.corpus.critical_ids();
-  for (const std::string& id : listed) {
-    if (!inputs.corpus.contains(id))
-      throw SetupError(set.contract + ": critical case \"" + id + "\" is not in " + set.corpus);
-    if (std::find(flagged.begin(), flagged.end(), id) == flagged.end())
-      throw SetupError(set.contract + ": critical case \"" + id + "\" is not flagged \"critical\": true in " +
-                       set.corpus + " (line " + std::to_string(inputs.corpus.at(id).line) + ")");
-  }
-  for (const std::string& id : flagged) {
-    if (std::find(listed.begin(), listed.end(), id) == listed.end())
-      throw SetupError(set.corpus + ":" + std::to_string(inputs.corpus.at(id).line) + ": case \"" + id +
-                       "\" is flagged critical but " + set.contract + " does not list it");
-  }
-  return inputs;
-}
-
-RenderSettings render_settings(const GateSet& set, bool verbose) {
-  RenderSettings settings;
-  try {
-    settings.backend = parse_backend(set.backend);
-    settings.precision = parse_precision(set.precision);
-  } catch (const Error& error) {
-    throw SetupError(error.what());
-  }
-  settings.data_dir = set.data_dir;
-  if (verbose) settings.log = &std::cout;
-  return settings;
-}
-
-// 0 when the set can run here; else the exit code to return (77 skip, or 1 under DIT_REQUIRE_GPU=1).
-int gpu_gate(const GateSet& set) {
-  std::string why;
-  if (!set.needs_gpu() || gpu_available(why)) return 0;
-  if (environment_or("DIT_REQUIRE_GPU", "") == "1") {
-    std::cerr << "FAIL: gate set " << set.name << " needs a GPU (" << why << ") and DIT_REQUIRE_GPU=1 is set\n";
-    return kExitFailed;
-  }
-  std::cout << "SKIP: gate set " << set.name << " needs a GPU (" << why
-            << "); set DIT_REQUIRE_GPU=1 to make this a failure\n";
-  return kExitSkipped;
-}
-
-std::string run_root(const Locations& l) {
-  if (!l.run_dir.empty()) return l.run_dir;
-  const std::string from_environment = environment_or("DIT_RUN_DIR", "");
-  if (!from_environment.empty()) return from_environment + "/quality";
-  if (l.default_run_dir.empty()) throw SetupError("no run directory: set DIT_RUN_DIR or pass --run-dir");
-  return l.default_run_dir;
-}
-
-std::string baseline_root(const Locations& l) {
-  if (!l.baseline_dir.empty()) return l.baseline_dir;
-  const std::string dir = environment_or("DIT_BASELINE_DIR", l.default_baseline_dir);
-  if (dir.empty()) throw SetupError("no baseline directory: set DIT_BASELINE_DIR or pass --baseline-dir");
-  return dir;
-}
-
-std::string render_dir_of(const Locations& l, const GateSet& set) { return run_root(l) + "/" + set.name + "/render"; }
-
-// ---- render ----------------------------------------------------------------------------------
-
-int command_render(const SetOptions& o, const Locations& l) {
-  const GateSet set = resolve_set(o);
-  const Inputs inputs = load_inputs(set);
-  const RenderSettings settings = render_settings(set, true);
-  if (int code = gpu_gate(set)) return code;
-  const std::string out = render_dir_of(l, set);
-  try {
-    const RenderManifest manifest = render_corpus(inputs.corpus, set.name, settings, out);
-    int unstable = 0;
-    for (const auto& [id, record] : manifest.cases) unstable += !record.deterministic;
-    std::cout << "rendered " << manifest.cases.size() << " cases of " << set.corpus << " on " << set.backend << "/"
-              << set.precision << " into " << out << (unstable ? " (" + std::to_string(unstable) + " not deterministic)" : "")
-              << "\n";
-  } catch (const Error& error) {
-    std::cerr << "render failed: " << error.what() << "\n";
-    return kExitFailed;
-  }
-  return kExitPassed;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  std::cerr << arguments[0] << " ended by signal " << WTERMSIG(status) << "\n";
+  return kExitFailed;
 }
 
 // ---- baseline --------------------------------------------------------------------------------
 
-int record_baseline(const GateSet& set, const std::string& baseline_dir) {
+int record_baseline(const GateSet& set, const std::string& baseline_dir, const std::string& renderer) {
   const Inputs inputs = load_inputs(set);
-  const RenderSettings settings = render_settings(set, true);
   const BaselinePaths paths = baseline_paths(baseline_dir, set.name);
   if (fs::exists(paths.root) && !fs::is_empty(paths.root))
     throw SetupError("a baseline is already recorded at " + paths.root +
@@ -196,10 +72,25 @@ int record_baseline(const GateSet& set, const std::string& baseline_dir) {
   std::string why;
   if (set.needs_gpu() && !gpu_available(why))
     throw SetupError("gate set " + set.name + " needs a GPU (" + why + "); record the other sets with --set NAME");
-  if (settings.precision != Precision::fp32)
+  if (set.precision != "fp32")
     throw SetupError("golden outputs are recorded on the fp32 path; gate set " + set.name + " uses " + set.precision);
-  const RenderManifest golden = render_corpus(inputs.corpus, set.name, settings, paths.golden());
+  if (!fs::is_regular_file(renderer))
+    throw SetupError("no renderer at " + renderer + " (build the " + kRendererName + " target, or pass --renderer)");
+  std::vector<std::string> command = {renderer, "render", "--set", set.name, "--corpus", set.corpus, "--contract",
+                                      set.contract, "--backend", set.backend, "--precision", set.precision,
+                                      "--out", paths.golden()};
+  if (!set.data_dir.empty()) command.insert(command.end(), {"--data-dir", set.data_dir});
+  const int rendered = run_program(command);
+  if (rendered != kExitPassed) {
+    fs::remove_all(paths.root);
+    std::cerr << "dit-quality: the golden render of set " << set.name << " failed (" << kRendererName << " exit code "
+              << rendered << "); nothing was recorded\n";
+    return rendered == kExitSkipped ? kExitSetup : rendered;
+  }
+  const RenderManifest golden = load_render_manifest(paths.golden());
   std::vector<std::string> problems;
+  if (golden.corpus_sha256 != inputs.corpus.sha256 || golden.backend != set.backend || golden.precision != "fp32")
+    problems.push_back("the golden render is not of " + set.corpus + " on " + set.backend + "/fp32");
   for (const auto& [id, record] : golden.cases) {
     if (!record.deterministic) problems.push_back(id + " is not deterministic (two renders differ)");
   }
@@ -220,7 +111,8 @@ int record_baseline(const GateSet& set, const std::string& baseline_dir) {
   return kExitPassed;
 }
 
-int command_baseline(const SetOptions& o, const Locations& l) {
+int command_baseline(const SetOptions& o, const Locations& l, const std::string& renderer_option) {
+  const std::string renderer = renderer_path(renderer_option);
   const std::string dir = baseline_root(l);
   std::vector<GateSet> sets;
   if (!o.gate_sets.empty() && o.set.empty()) {
@@ -232,7 +124,9 @@ int command_baseline(const SetOptions& o, const Locations& l) {
   } else {
     sets.push_back(resolve_set(o));
   }
-  for (const GateSet& set : sets) record_baseline(set, dir);
+  for (const GateSet& set : sets) {
+    if (const int code = record_baseline(set, dir, renderer); code != kExitPassed) return code;
+  }
   return kExitPassed;
 }
 
@@ -246,7 +140,7 @@ int command_score(const SetOptions& o, const std::string& render, const std::str
   if (out.empty()) {
     std::cout << text;
   } else {
-    write_file_atomically(out, text);
+    write_file_atomic(out, text, ParentFolders::create);
   }
   return scores.problems.empty() ? kExitPassed : kExitFailed;
 }
@@ -254,7 +148,7 @@ int command_score(const SetOptions& o, const std::string& render, const std::str
 // ---- gate ------------------------------------------------------------------------------------
 
 void write_report(const std::string& path, const GateReport& report) {
-  write_file_atomically(path, report.to_json().dump(2) + "\n");
+  write_file_atomic(path, report.to_json().dump(2) + "\n", ParentFolders::create);
 }
 
 int command_gate(const SetOptions& o, const Locations& l, const std::string& metric, const std::string& critical_case) {
@@ -303,7 +197,7 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   if (problems.empty()) {
     baseline = load_scores(paths.scores());
     candidate = score_render(inputs.corpus, render_dir, paths.golden());
-    write_file_atomically(run_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n");
+    write_file_atomic(run_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n", ParentFolders::create);
     try {
       const RenderManifest rendered = load_render_manifest(render_dir);
       if (rendered.corpus_sha256 != inputs.corpus.sha256)
@@ -329,27 +223,6 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   return report.passed ? kExitPassed : kExitFailed;
 }
 
-// ---- calibrate -------------------------------------------------------------------------------
-
-int command_calibrate(const SetOptions& o, const std::string& out) {
-  const GateSet set = resolve_set(o);
-  const Inputs inputs = load_inputs(set);
-  const RenderSettings settings = render_settings(set, false);
-  std::string why;
-  if (set.needs_gpu() && !gpu_available(why)) throw SetupError("gate set " + set.name + " needs a GPU (" + why + ")");
-  const Calibration calibration = calibrate(inputs.corpus, settings, &std::cout);
-  const nlohmann::json result = calibration.to_json(inputs.contract);
-  std::cout << "\nworst score per metric over each restatement (vs a reference render):\n";
-  for (const auto& r : result["restatements"]) {
-    std::cout << "  " << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>() << "): " << r["worst"].dump()
-              << "\n";
-  }
-  std::cout << "worst spread (exact + rounding): " << result["worst_spread"].dump() << "\nproposed floors:    "
-            << result["proposed_floor"].dump() << "\ncontract floors:    " << result["contract_floor"].dump() << "\n";
-  if (!out.empty()) write_file_atomically(out, result.dump(2) + "\n");
-  return kExitPassed;
-}
-
 // ---- check -----------------------------------------------------------------------------------
 
 int command_check(const SetOptions& o) {
@@ -364,21 +237,18 @@ int command_check(const SetOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dit-quality: the fixed quality evaluator of DiT AutoResearch (render, baseline, score, gate, calibrate)"};
+  CLI::App app{"dit-quality: the fixed quality judge of DiT AutoResearch (baseline, score, gate, check)"};
   app.require_subcommand(1);
   SetOptions o;
   Locations l;
-  std::string metric, critical_case, render, golden, out;
-
-  CLI::App* render_command = app.add_subcommand("render", "render the candidate's outputs (never reads the golden)");
-  add_set_options(render_command, o);
-  render_command->add_option("--run-dir", l.run_dir, "quality run directory (default: $DIT_RUN_DIR/quality)");
-  render_command->add_option("--default-run-dir", l.default_run_dir, "used when DIT_RUN_DIR is unset");
+  std::string metric, critical_case, render, golden, out, renderer;
 
   CLI::App* baseline_command = app.add_subcommand("baseline", "record golden outputs and baseline scores (fp32) of --set, or of every set in --gate-sets");
   add_set_options(baseline_command, o);
   baseline_command->add_option("--baseline-dir", l.baseline_dir, "where to record (default: $DIT_BASELINE_DIR)");
   baseline_command->add_option("--default-baseline-dir", l.default_baseline_dir, "used when DIT_BASELINE_DIR is unset");
+  baseline_command->add_option("--renderer", renderer, std::string("the program that renders the golden outputs "
+                                                                   "(default: ") + kRendererName + " beside this one)");
 
   CLI::App* score_command = app.add_subcommand("score", "score a render directory against a golden directory");
   add_set_options(score_command, o);
@@ -397,37 +267,14 @@ int main(int argc, char** argv) {
   gate_command->add_option("--baseline-dir", l.baseline_dir, "recorded baseline (default: $DIT_BASELINE_DIR)");
   gate_command->add_option("--default-baseline-dir", l.default_baseline_dir, "used when DIT_BASELINE_DIR is unset");
 
-  CLI::App* calibrate_command = app.add_subcommand("calibrate", "measure exact restatements and derive margins");
-  add_set_options(calibrate_command, o);
-  calibrate_command->add_option("--out", out, "write the calibration JSON here");
-
   CLI::App* check_command = app.add_subcommand("check", "validate the corpus and the contract");
   add_set_options(check_command, o);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& help) {
-    return app.exit(help);
-  } catch (const CLI::ParseError& error) {
-    app.exit(error);
-    return kExitSetup;
-  }
-  try {
-    if (render_command->parsed()) return command_render(o, l);
-    if (baseline_command->parsed()) return command_baseline(o, l);
+  return run_command_line(app, argc, argv, "dit-quality", [&] {
+    if (baseline_command->parsed()) return command_baseline(o, l, renderer);
     if (score_command->parsed()) return command_score(o, render, golden, out);
     if (gate_command->parsed()) return command_gate(o, l, metric, critical_case);
-    if (calibrate_command->parsed()) return command_calibrate(o, out);
     if (check_command->parsed()) return command_check(o);
-  } catch (const SetupError& error) {
-    std::cerr << "dit-quality: " << error.what() << "\n";
     return kExitSetup;
-  } catch (const Error& error) {
-    std::cerr << "dit-quality: " << error.what() << "\n";
-    return error.kind() == ErrorKind::device ? kExitFailed : kExitSetup;
-  } catch (const std::exception& error) {
-    std::cerr << "dit-quality: " << error.what() << "\n";
-    return kExitFailed;
-  }
-  return kExitSetup;
+  });
 }

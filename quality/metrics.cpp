@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::quality {
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "model/error.h"
-#include "quality/files.h"
+#include "core/error.h"
+#include "core/files.h"
 
 namespace dit::quality {
 
@@ -102,7 +102,7 @@ ScoreSet load_scores(const std::string& path) {
 }
 
 void save_scores(const std::string& path, const ScoreSet& scores) {
-  write_file_atomically(path, scores.to_json().dump(2) + "\n");
+  write_file_atomic(path, scores.to_json().dump(2) + "\n", ParentFolders::create);
 }
 
 }  // namespace dit::quality

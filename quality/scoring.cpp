@@ -3,11 +3,11 @@
 
 #include <limits>
 
-#include "model/error.h"
-#include "model/pipeline.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/image.h"
+#include "core/safetensors.h"
 #include "quality/metrics.h"
-#include "quality/sha256.h"
+#include "core/sha256.h"
 #include "quality/store.h"
 
 namespace dit::quality {

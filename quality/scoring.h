@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "model/pipeline.h"
-#include "model/tensor.h"
+#include "core/image.h"
+#include "core/tensor.h"
 #include "quality/corpus.h"
 #include "quality/scores.h"
 

@@ -2,11 +2,14 @@
 #include "quality/store.h"
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <span>
 
-#include "model/error.h"
-#include "quality/files.h"
-#include "quality/sha256.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/safetensors.h"
+#include "core/sha256.h"
 
 namespace dit::quality {
 
@@ -93,7 +96,7 @@ RenderManifest load_render_manifest(const std::string& render_dir) {
 }
 
 void save_render_manifest(const std::string& render_dir, const RenderManifest& manifest) {
-  write_file_atomically(render_dir + "/render.json", manifest.to_json().dump(2) + "\n");
+  write_file_atomic(render_dir + "/render.json", manifest.to_json().dump(2) + "\n", ParentFolders::create);
 }
 
 BaselinePaths baseline_paths(const std::string& baseline_dir, const std::string& set) {
@@ -118,7 +121,7 @@ void write_baseline_manifest(const BaselinePaths& paths, const std::string& set,
                    {"recorded_unix_seconds",
                     std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
                    {"files", hash_baseline_files(paths)}};
-  write_file_atomically(paths.manifest(), manifest.dump(2) + "\n");
+  write_file_atomic(paths.manifest(), manifest.dump(2) + "\n", ParentFolders::create);
 }
 
 std::vector<std::string> verify_baseline(const BaselinePaths& paths, const Corpus& corpus, const Contract& contract) {
@@ -145,6 +148,31 @@ std::vector<std::string> verify_baseline(const BaselinePaths& paths, const Corpu
       problems.push_back("baseline file " + file + " was added after the baseline was recorded");
   }
   return problems;
+}
+
+bool identical_bytes(const RenderedCase& a, const RenderedCase& b) {
+  return a.latent.shape == b.latent.shape &&
+         std::memcmp(a.latent.ptr(), b.latent.ptr(), a.latent.data.size() * sizeof(float)) == 0 &&
+         a.image.width == b.image.width && a.image.height == b.image.height && a.image.rgb == b.image.rgb;
+}
+
+std::string output_hash(const Tensor& latent, const Image& image) {
+  Sha256 hash;
+  hash.update(std::as_bytes(std::span(latent.data)));
+  hash.update(std::as_bytes(std::span(image.rgb)));
+  return hash.hex_digest();
+}
+
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered) {
+  const std::string latent_path = out_dir + "/" + latent_file_name(case_id);
+  const std::string image_path = out_dir + "/" + image_file_name(case_id);
+  write_safetensors(latent_path, {{kLatentTensorName, rendered.latent}}, {{"case", case_id}});
+  write_png(image_path, rendered.image);
+  RenderRecord record;
+  record.latent_sha256 = sha256_file(latent_path);
+  record.image_sha256 = sha256_file(image_path);
+  record.output_sha256 = output_hash(rendered.latent, rendered.image);
+  return record;
 }
 
 }  // namespace dit::quality

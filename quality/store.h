@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/image.h"
+#include "core/tensor.h"
 #include "quality/contract.h"
 #include "quality/corpus.h"
 
@@ -40,6 +42,21 @@ struct RenderManifest {
 // Throws dit::Error (io / invalid_file) naming the file.
 RenderManifest load_render_manifest(const std::string& render_dir);
 void save_render_manifest(const std::string& render_dir, const RenderManifest& manifest);
+
+// One case's outputs as rendered.
+struct RenderedCase {
+  Tensor latent;  // [1, C, s, s] as sampled (before the VAE scaling factor)
+  Image image;
+};
+
+// Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes.
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id,
+                                 const RenderedCase& rendered);
+bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
+// SHA-256 of one image's outputs as raw bytes: the latent's float32 values ([1, C, s, s],
+// little-endian, as sampled) followed by the image's RGB bytes ([H, W, 3]). Independent of
+// file formats, so a benchmark can hash what it timed and compare with render.json.
+std::string output_hash(const Tensor& latent, const Image& image);
 
 struct BaselinePaths {
   std::string root;  // <baseline dir>/quality/<set>

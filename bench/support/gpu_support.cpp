@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::bench {
 namespace {
@@ -20,8 +20,8 @@ std::string version_string(int packed) {  // 13000 -> "13.0"
   return std::to_string(packed / 1000) + "." + std::to_string(packed % 1000 / 10);
 }
 
-// NVML, loaded with dlopen when present (DESIGN.md: never linked, CI machines have none). Only
-// the calls the context needs, declared with the types of nvml.h.
+// NVML, loaded with dlopen when present (ARCHITECTURE.md, Who may use whom: never linked, CI
+// machines have none). Only the calls the context needs, declared with the types of nvml.h.
 struct Nvml {
   using Init = int (*)();
   using Shutdown = int (*)();

@@ -1,7 +1,7 @@
 // Fixed during a session (the performance harness).
 // GPU helpers of the benchmark suites: the probe that opens the device and writes its context
 // (GPU, clocks, driver, CUDA runtime, cuBLASLt, cuDNN), CUDA-event timing, the L2 flush, and
-// peak device memory as DESIGN.md section 3 defines it.
+// peak device memory as bench/README.md defines it.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "model/dit_model.h"
-#include "model/error.h"
+#include "core/error.h"
 #include "model/pipeline.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/sampler.h"
 #include "model/weights.h"
 

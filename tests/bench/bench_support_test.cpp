@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bench/support/bench_support.h"
-#include "bench/support/model_costs.h"
+#include "bench/engine/model_costs.h"
 #include "model/config.h"
 
 namespace dit::bench {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/dit_model.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/sampler.h"
 #include "model/schedule.h"
 #include "model/weights.h"

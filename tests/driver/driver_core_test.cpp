@@ -1,5 +1,5 @@
 // Unit tests of dit-ar's core: statistics, parsers, config validation, the decision rules,
-// the performance gate's rules, durable files and process-group timeouts.
+// the performance gate's rules and process-group timeouts (the durable files: tests/core/).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,14 +11,14 @@
 #include "driver/config.h"
 #include "driver/ctest_results.h"
 #include "driver/decision.h"
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/git_repository.h"
 #include "driver/performance_gate.h"
 #include "driver/process.h"
 #include "driver/recording.h"
 #include "driver/state_directory.h"
 #include "driver/statistics.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace fs = std::filesystem;
 using namespace dit::ar;
@@ -173,37 +173,6 @@ TEST(Config, PathWithinMatchesWholeComponents) {
   EXPECT_TRUE(path_within("CMakeLists.txt", "CMakeLists.txt"));
   EXPECT_FALSE(path_within("modelling/x.cpp", "model/"));
   EXPECT_FALSE(path_within("model", "model/sub/"));
-}
-
-TEST(Files, JsonErrorsNameLineAndColumn) {
-  fs::path path = scratch("bad.json");
-  std::ofstream(path) << "{\n  \"a\": 1,\n  \"b\": ]\n}\n";
-  try {
-    read_json_file(path);
-    FAIL() << "malformed JSON was accepted";
-  } catch (const dit::Error& error) {
-    EXPECT_EQ(error.kind(), dit::ErrorKind::invalid_file);
-    EXPECT_NE(std::string(error.what()).find(path.string() + ":3:8: not valid JSON"), std::string::npos) << error.what();
-  }
-}
-
-TEST(Files, AppendCutsATornLastLine) {
-  fs::path path = scratch("rows.tsv");
-  fs::remove(path);
-  append_line_durable(path, "a\tb");
-  std::ofstream(path, std::ios::app) << "torn";  // a writer killed mid-line
-  append_line_durable(path, "c\td");
-  EXPECT_EQ(read_text_file(path), "a\tb\nc\td\n");
-}
-
-TEST(Files, AtomicWriteReplacesContent) {
-  fs::path path = scratch("state.json");
-  write_json_atomic(path, {{"x", 1}});
-  write_json_atomic(path, {{"x", 2}});
-  EXPECT_EQ(read_json_file(path)["x"], 2);
-  for (const auto& entry : fs::directory_iterator(path.parent_path())) {
-    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << "temporary file left: " << entry.path();
-  }
 }
 
 TEST(CtestResults, ReadsJunitAndConsoleOutcomes) {

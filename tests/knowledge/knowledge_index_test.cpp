@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "tests/knowledge/temporary_folder.h"
 
 namespace dit::ar {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/weights.h"
-#include "tests/model/scratch_directory.h"
+#include "tests/support/scratch_directory.h"
 
 namespace dit {
 namespace {

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <string>
 
-#include "model/error.h"
-#include "tests/model/scratch_directory.h"
-#include "tests/model/thrown_error.h"
+#include "core/error.h"
+#include "tests/support/scratch_directory.h"
+#include "tests/support/thrown_error.h"
 
 namespace dit {
 namespace {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "model/config.h"
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/weights.h"
-#include "tests/model/scratch_directory.h"
-#include "tests/model/thrown_error.h"
+#include "tests/support/scratch_directory.h"
+#include "tests/support/thrown_error.h"
 #include "tests/support/test_support.h"
 
 namespace dit {

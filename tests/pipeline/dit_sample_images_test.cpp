@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/vae_layout.h"
 #include "tests/pipeline/tiny_case.h"
 #include "tests/support/process_runner.h"

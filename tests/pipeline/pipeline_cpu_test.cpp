@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "tests/pipeline/tiny_case.h"
 
 namespace dit {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "model/pipeline.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "tests/support/test_support.h"
 
 namespace dit::test {

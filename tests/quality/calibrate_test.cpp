@@ -1,7 +1,7 @@
 // The rules that turn measured calibration spreads into contract floors (quality/README.md).
 #include <gtest/gtest.h>
 
-#include "quality/calibrate.h"
+#include "quality/renderer/calibrate.h"
 #include "quality/metrics.h"
 
 namespace dit::quality {

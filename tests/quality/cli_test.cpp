@@ -1,5 +1,6 @@
-// dit-quality's exit codes: 2 naming the problem for malformed inputs or a refused baseline,
-// 77 with the way to record a baseline when none is recorded.
+// dit-quality's and dit-quality-render's exit codes: 2 naming the problem for malformed inputs or
+// a refused baseline, 77 with the way to record a baseline when none is recorded; the renderer
+// writing where --out says; a baseline whose golden render fails recording nothing.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -19,8 +20,8 @@ struct Result {
   std::string output;  // stdout and stderr together
 };
 
-Result run(const std::string& arguments) {
-  const std::string command = std::string(DIT_QUALITY_PROGRAM) + " " + arguments + " 2>&1";
+Result run_program(const std::string& program, const std::string& arguments) {
+  const std::string command = program + " " + arguments + " 2>&1";
   Result result;
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return result;
@@ -30,6 +31,9 @@ Result run(const std::string& arguments) {
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
 }
+
+Result run(const std::string& arguments) { return run_program(DIT_QUALITY_PROGRAM, arguments); }
+Result render(const std::string& arguments) { return run_program(DIT_QUALITY_RENDER_PROGRAM, arguments); }
 
 class Cli : public testing::Test {
  protected:
@@ -131,6 +135,41 @@ TEST_F(Cli, ABaselineIsNeverRecordedOverAnother) {
                             " --set cpu --baseline-dir " + dir_ + "/baseline");
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("never regenerated"), std::string::npos) << result.output;
+}
+
+TEST_F(Cli, TheRendererRejectsBadInputWithExitTwo) {
+  Result result = render("render --no-such-option");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  const std::string corpus = write("cases.jsonl",
+      R"({"id": "x", "model": "DiT-XL/3", "image_size": 256, "class_label": 1, "seed": 1, "sampler": "ddim", "steps": 50, "cfg_scale": 4.0, "critical": false})"
+      "\n");
+  result = render("render --corpus " + corpus + " --contract " + real("contract.json") + " --out " + dir_ + "/out");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("cases.jsonl:1: unknown model 'DiT-XL/3'"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/out"));
+}
+
+TEST_F(Cli, TheRendererWritesARenderDirectoryWhereOutSays) {
+  const Result result = render("render --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                               " --set cpu --data-dir " + DIT_TEST_DATA_DIR + " --out " + dir_ + "/render");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/render/render.json"));
+  EXPECT_TRUE(fs::exists(dir_ + "/render/cpu-b-ddpm10-cfg4-c3.png"));
+}
+
+TEST_F(Cli, ABaselineNeedsARenderer) {
+  const Result result = run("baseline --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                            " --set cpu --baseline-dir " + dir_ + "/baseline --renderer " + dir_ + "/no-renderer");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("no renderer at " + dir_ + "/no-renderer"), std::string::npos) << result.output;
+}
+
+TEST_F(Cli, AFailedGoldenRenderRecordsNothing) {
+  const Result result = run("baseline --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                            " --set cpu --baseline-dir " + dir_ + "/baseline --renderer /bin/false");
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("the golden render of set cpu failed"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/baseline/quality/cpu"));
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "quality/contract.h"
 
 namespace dit::quality {

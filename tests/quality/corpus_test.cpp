@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "quality/contract.h"
 #include "quality/corpus.h"
 

@@ -12,7 +12,7 @@
 
 #include "model/weights.h"
 #include "quality/contract.h"
-#include "quality/render.h"
+#include "quality/renderer/render.h"
 
 namespace dit::quality::test {
 

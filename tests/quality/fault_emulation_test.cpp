@@ -7,7 +7,7 @@
 #include "quality/contract.h"
 #include "quality/corpus.h"
 #include "quality/metrics.h"
-#include "quality/render.h"
+#include "quality/renderer/render.h"
 #include "tests/quality/fault_emulation.h"
 
 namespace dit::quality::test {

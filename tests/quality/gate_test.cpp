@@ -12,12 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "quality/contract.h"
 #include "quality/corpus.h"
 #include "quality/gate.h"
 #include "quality/metrics.h"
-#include "quality/render.h"
 #include "quality/scoring.h"
 #include "quality/store.h"
 

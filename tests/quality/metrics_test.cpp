@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "model/error.h"
+#include "core/error.h"
 #include "quality/metrics.h"
 
 namespace dit::quality {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "model/dit_model.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/weights.h"
 #include "tests/support/process_runner.h"
 #include "tests/support/test_support.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "model/dit_model.h"
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/sampler.h"
 #include "model/weights.h"
 #include "tests/support/test_support.h"

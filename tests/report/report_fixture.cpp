@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/recording.h"
 #include "driver/report.h"
 #include "driver/state_directory.h"
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::ar::report_test {
 
@@ -78,8 +78,8 @@ nlohmann::json kernels_json(bool best) {
 
 // A smooth colour field per case, so the screenshot has many colours; `patch` adds a square
 // of changed pixels (a best render that differs from the golden one).
-RgbImage case_image(int seed, int patch) {
-  RgbImage image;
+Image case_image(int seed, int patch) {
+  Image image;
   image.width = image.height = kImageSize;
   image.rgb.resize(kImageSize * kImageSize * 3);
   for (int y = 0; y < kImageSize; ++y) {

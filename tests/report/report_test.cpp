@@ -5,12 +5,13 @@
 #include <array>
 #include <fstream>
 
-#include "driver/files.h"
+#include "core/files.h"
 #include "driver/report.h"
-#include "model/error.h"
+#include "core/error.h"
 #include "tests/report/report_fixture.h"
 
 namespace fs = std::filesystem;
+using namespace dit;
 using namespace dit::ar;
 using namespace dit::ar::report_test;
 
@@ -51,7 +52,7 @@ std::string error_of(const fs::path& path) {
   return "";
 }
 
-RgbImage solid(int width, int height, unsigned char value) {
+Image solid(int width, int height, unsigned char value) {
   return {width, height, std::vector<unsigned char>(static_cast<std::size_t>(width) * height * 3, value)};
 }
 
@@ -104,7 +105,7 @@ TEST(ReportResults, MalformedLinesAreNamed) {
 }
 
 TEST(ReportImages, IdenticalImagesGiveABlackHeatmap) {
-  RgbImage image = solid(8, 4, 77);
+  Image image = solid(8, 4, 77);
   DifferenceMap map = difference_heatmap(image, image);
   EXPECT_EQ(map.max_difference, 0);
   EXPECT_EQ(map.mean_difference, 0.0);
@@ -113,8 +114,8 @@ TEST(ReportImages, IdenticalImagesGiveABlackHeatmap) {
 }
 
 TEST(ReportImages, HeatmapIsWhiteAtTheLargestDifferenceAndBlackWhereEqual) {
-  RgbImage baseline = solid(4, 4, 100);
-  RgbImage best = baseline;
+  Image baseline = solid(4, 4, 100);
+  Image best = baseline;
   best.rgb[(1 * 4 + 2) * 3 + 1] = 140;  // pixel (2, 1), green +40
   best.rgb[(3 * 4 + 0) * 3 + 2] = 90;   // pixel (0, 3), blue -10
   DifferenceMap map = difference_heatmap(baseline, best);
@@ -137,15 +138,15 @@ TEST(ReportImages, DifferentSizesAreRefused) {
 
 TEST(ReportImages, PngRoundTrip) {
   TemporaryFolder folder;
-  RgbImage image = solid(5, 3, 0);
+  Image image = solid(5, 3, 0);
   for (std::size_t i = 0; i < image.rgb.size(); ++i) image.rgb[i] = static_cast<unsigned char>(i * 17);
   write_file_atomic(folder.path() / "a.png", encode_png(image));
-  RgbImage read = read_png_file(folder.path() / "a.png");
+  Image read = read_png(folder.path() / "a.png");
   EXPECT_EQ(read.width, 5);
   EXPECT_EQ(read.height, 3);
   EXPECT_EQ(read.rgb, image.rgb);
   std::ofstream(folder.path() / "b.png") << "not a png";
-  EXPECT_THROW(read_png_file(folder.path() / "b.png"), dit::Error);
+  EXPECT_THROW(read_png(folder.path() / "b.png"), dit::Error);
 }
 
 TEST(ReportImages, Base64MatchesRfc4648) {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/tensor.h"
+#include "core/tensor.h"
 
 namespace dit::test {
 

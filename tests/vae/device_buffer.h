@@ -10,7 +10,7 @@
 
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_types.h"
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 
 namespace dit::test {
 

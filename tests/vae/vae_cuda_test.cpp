@@ -3,8 +3,8 @@
 // (eager decodes, graph replays and fresh decoders alike).
 #include <gtest/gtest.h>
 
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/vae.h"
 #include "tests/support/test_support.h"
 

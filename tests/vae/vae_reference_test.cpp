@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "model/error.h"
-#include "model/safetensors.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 #include "model/vae.h"
 #include "model/vae_layout.h"
 #include "tests/support/test_support.h"

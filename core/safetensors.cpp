@@ -1,4 +1,5 @@
-#include "model/safetensors.h"
+// Fixed ground (core/).
+#include "core/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -17,8 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "model/files.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/half.h"
 
 namespace dit {
 
@@ -138,66 +140,6 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Half-precision conversions
-// ---------------------------------------------------------------------------------------------
-
-float f16_bits_to_float(uint16_t bits) {
-  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  const uint32_t exponent = (bits >> 10) & 0x1fu;
-  const uint32_t mantissa = bits & 0x3ffu;
-  if (exponent == 0) {
-    // Zero or subnormal: mantissa * 2^-24, exact in float32.
-    const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;
-    return std::bit_cast<float>(sign | std::bit_cast<uint32_t>(magnitude));
-  }
-  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
-}
-
-uint16_t float_to_f16_bits(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
-  const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) {  // NaN: quiet, keeping the top payload bits
-    return static_cast<uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x3ffu));
-  }
-  if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520: inf
-  if (magnitude >= 0x38800000u) {  // a normal half (>= 2^-14): rebias, round to nearest even
-    const uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
-    return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
-  }
-  const uint32_t exponent = magnitude >> 23;
-  if (exponent < 102) return sign;  // below 2^-25: rounds to zero
-  // A subnormal half counts units of 2^-24; a carry into 0x400 is the smallest normal.
-  const uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
-  const uint32_t shift = 126 - exponent;
-  uint32_t units = significand >> shift;
-  const uint32_t remainder = significand & ((1u << shift) - 1);
-  const uint32_t half_unit = 1u << (shift - 1);
-  if (remainder > half_unit || (remainder == half_unit && (units & 1u))) ++units;
-  return static_cast<uint16_t>(sign | units);
-}
-
-float bf16_bits_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-
-uint16_t float_to_bf16_bits(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-void floats_to_f16_bits(const float* values, uint16_t* out, size_t n) {
-  const auto count = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) out[i] = float_to_f16_bits(values[i]);
-}
-
-void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n) {
-  const auto count = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) out[i] = float_to_bf16_bits(values[i]);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Reader

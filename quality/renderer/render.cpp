@@ -1,5 +1,5 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
-#include "quality/render.h"
+#include "quality/renderer/render.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,9 +8,8 @@
 #include <ostream>
 #include <span>
 
-#include "model/error.h"
-#include "model/safetensors.h"
-#include "quality/sha256.h"
+#include "core/error.h"
+#include "core/safetensors.h"
 
 namespace dit::quality {
 
@@ -35,8 +34,6 @@ SampleRequest request_for(const Case& c) {
 }
 
 }  // namespace
-
-bool is_tiny_model(const std::string& model) { return model == "tiny_a" || model == "tiny_b"; }
 
 struct Renderer::Loaded {
   std::string key;
@@ -106,31 +103,6 @@ RenderedCase Renderer::render_in_batch(const Case& c, int companions, int positi
   std::memcpy(rendered.latent.ptr(), result.latents.ptr() + position * per_image, per_image * sizeof(float));
   rendered.image = result.images.at(static_cast<size_t>(position));
   return rendered;
-}
-
-bool identical_bytes(const RenderedCase& a, const RenderedCase& b) {
-  return a.latent.shape == b.latent.shape &&
-         std::memcmp(a.latent.ptr(), b.latent.ptr(), a.latent.data.size() * sizeof(float)) == 0 &&
-         a.image.width == b.image.width && a.image.height == b.image.height && a.image.rgb == b.image.rgb;
-}
-
-std::string output_hash(const Tensor& latent, const Image& image) {
-  Sha256 hash;
-  hash.update(std::as_bytes(std::span(latent.data)));
-  hash.update(std::as_bytes(std::span(image.rgb)));
-  return hash.hex_digest();
-}
-
-RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered) {
-  const std::string latent_path = out_dir + "/" + latent_file_name(case_id);
-  const std::string image_path = out_dir + "/" + image_file_name(case_id);
-  write_safetensors(latent_path, {{kLatentTensorName, rendered.latent}}, {{"case", case_id}});
-  write_png(image_path, rendered.image);
-  RenderRecord record;
-  record.latent_sha256 = sha256_file(latent_path);
-  record.image_sha256 = sha256_file(image_path);
-  record.output_sha256 = output_hash(rendered.latent, rendered.image);
-  return record;
 }
 
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,

@@ -1,13 +1,13 @@
-// Fixed during a session (quality/ is the evaluator; see quality/README.md).
-#include "quality/sha256.h"
+// Fixed ground (core/).
+#include "core/sha256.h"
 
 #include <cstring>
 #include <fstream>
 #include <vector>
 
-#include "model/error.h"
+#include "core/error.h"
 
-namespace dit::quality {
+namespace dit {
 
 namespace {
 
@@ -133,4 +133,4 @@ std::string sha256_file(const std::string& path) {
   return hash.hex_digest();
 }
 
-}  // namespace dit::quality
+}  // namespace dit

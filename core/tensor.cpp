@@ -1,4 +1,5 @@
-#include "model/tensor.h"
+// Fixed ground (core/).
+#include "core/tensor.h"
 
 #include <sstream>
 

@@ -15,10 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/error.h"
-#include "model/safetensors.h"
-#include "tests/model/scratch_directory.h"
-#include "tests/model/thrown_error.h"
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "tests/support/scratch_directory.h"
+#include "tests/support/thrown_error.h"
 #include "tests/support/test_support.h"
 
 namespace dit {

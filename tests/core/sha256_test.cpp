@@ -4,9 +4,9 @@
 #include <fstream>
 #include <string>
 
-#include "quality/sha256.h"
+#include "core/sha256.h"
 
-namespace dit::quality {
+namespace dit {
 namespace {
 
 TEST(Sha256, MatchesTheNistExamples) {
@@ -45,4 +45,4 @@ TEST(Sha256, HashesFiles) {
 }
 
 }  // namespace
-}  // namespace dit::quality
+}  // namespace dit

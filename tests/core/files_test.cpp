@@ -1,16 +1,18 @@
-// Whole-file reads and atomic writes (model/files.h): what a reader sees after a write, after an
-// abandoned write and after a failed one, and the errors that name the file.
-#include "model/files.h"
+// Whole-file reads, the atomic writer and the durable append (core/files.h): what a reader sees
+// after a write, after an abandoned write, after a failed one and after a torn append, and the
+// errors that name the file.
+#include "core/files.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <string>
 
-#include "model/error.h"
-#include "tests/model/scratch_directory.h"
-#include "tests/model/thrown_error.h"
+#include "core/error.h"
+#include "tests/support/scratch_directory.h"
+#include "tests/support/thrown_error.h"
 
 namespace dit {
 namespace {
@@ -54,6 +56,41 @@ TEST(Files, errors_name_the_file) {
   EXPECT_EQ(write.kind(), ErrorKind::io);
   EXPECT_NE(std::string(write.what()).find(nowhere), std::string::npos) << write.what();
   EXPECT_EQ(entries(scratch.path()), 0u);
+}
+
+TEST(Files, missing_parent_folders_are_made_when_asked) {
+  const test::ScratchDirectory scratch;
+  const std::string nested = scratch.file("a/b/out.json");
+  write_file_atomic(nested, "x", ParentFolders::create);
+  EXPECT_EQ(read_text_file(nested), "x");
+  EXPECT_EQ(entries(scratch.file("a/b")), 1u);
+}
+
+TEST(Files, json_errors_name_line_and_column) {
+  const test::ScratchDirectory scratch;
+  const std::string path = scratch.file("bad.json");
+  std::ofstream(path) << "{\n  \"a\": 1,\n  \"b\": ]\n}\n";
+  const Error error = thrown_error([&] { read_json_file(path); });
+  EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+  EXPECT_NE(std::string(error.what()).find(path + ":3:8: not valid JSON"), std::string::npos) << error.what();
+}
+
+TEST(Files, json_written_atomically_reads_back) {
+  const test::ScratchDirectory scratch;
+  const std::string path = scratch.file("state.json");
+  write_json_atomic(path, {{"x", 1}});
+  write_json_atomic(path, {{"x", 2}});
+  EXPECT_EQ(read_json_file(path)["x"], 2);
+  EXPECT_EQ(entries(scratch.path()), 1u);
+}
+
+TEST(Files, an_append_cuts_a_torn_last_line) {
+  const test::ScratchDirectory scratch;
+  const std::string path = scratch.file("rows.tsv");
+  append_line_durable(path, "a\tb");
+  std::ofstream(path, std::ios::app) << "torn";  // a writer killed mid-line
+  append_line_durable(path, "c\td");
+  EXPECT_EQ(read_text_file(path), "a\tb\nc\td\n");
 }
 
 }  // namespace

@@ -1,17 +1,14 @@
-// PNG files through libpng: 8-bit RGB, written atomically (temporary file in the same
-// directory, fsync, rename) so a reader never sees a half-written image.
-#include <fcntl.h>
+// Fixed ground (core/). PNG files through libpng: 8-bit RGB, encoded in memory and written through write_file_atomic
+// (core/files.h), so a reader never sees a half-written image.
 #include <png.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 
-#include "model/error.h"
-#include "model/pipeline.h"
+#include "core/error.h"
+#include "core/files.h"
+#include "core/image.h"
 
 namespace dit {
 namespace {
@@ -31,7 +28,13 @@ void on_png_warning(png_structp, png_const_charp) {}
 
 // Plain C control flow only between setjmp and the end of each function (no objects with
 // destructors), as longjmp requires.
-bool encode(std::FILE* file, const Image& image, PngErrorSink* sink) {
+void append_to_buffer(png_structp png, png_bytep data, size_t length) {
+  static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(data), length);
+}
+
+void flush_nothing(png_structp) {}
+
+bool encode(std::string* out, const Image& image, PngErrorSink* sink) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, sink, on_png_error, on_png_warning);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
@@ -39,7 +42,7 @@ bool encode(std::FILE* file, const Image& image, PngErrorSink* sink) {
     png_destroy_write_struct(&png, &info);
     return false;
   }
-  png_init_io(png, file);
+  png_set_write_fn(png, out, append_to_buffer, flush_nothing);
   // Fixed settings, so the same pixels always give the same bytes.
   png_set_compression_level(png, 6);
   png_set_IHDR(png, info, static_cast<png_uint_32>(image.width), static_cast<png_uint_32>(image.height), 8,
@@ -79,40 +82,27 @@ bool decode(std::FILE* file, Image* image, PngErrorSink* sink) {
   return true;
 }
 
-}  // namespace
-
-void write_png(const std::string& path, const Image& image) {
+void check_shape(const std::string& context, const Image& image) {
   if (image.width <= 0 || image.height <= 0 ||
       image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3)
-    throw Error(ErrorKind::invalid_argument, "write_png " + path + ": image is " + std::to_string(image.width) +
+    throw Error(ErrorKind::invalid_argument, context + ": image is " + std::to_string(image.width) +
                                                  "x" + std::to_string(image.height) + " with " +
                                                  std::to_string(image.rgb.size()) + " bytes of RGB");
-  const std::filesystem::path target(path);
-  const std::filesystem::path directory = target.has_parent_path() ? target.parent_path() : ".";
-  std::string hidden_name(".");
-  hidden_name.append(target.filename().string()).append(".XXXXXX");
-  std::string temporary = (directory / hidden_name).string();
-  const int fd = mkstemp(temporary.data());
-  if (fd < 0) throw Error(ErrorKind::io, "write_png " + path + ": cannot create a file in " + directory.string() + ": " + std::strerror(errno));
-  std::FILE* file = fdopen(fd, "wb");
-  if (!file) {
-    close(fd);
-    unlink(temporary.c_str());
-    throw Error(ErrorKind::io, "write_png " + path + ": fdopen: " + std::strerror(errno));
-  }
+}
+
+}  // namespace
+
+std::string encode_png(const Image& image) {
+  check_shape("encode_png", image);
+  std::string encoded;
   PngErrorSink sink;
-  const bool encoded = encode(file, image, &sink);
-  const bool flushed = encoded && std::fflush(file) == 0 && fsync(fd) == 0;
-  const int saved_errno = errno;
-  const bool closed = std::fclose(file) == 0;
-  // mkstemp creates 0600; images are ordinary files.
-  const bool published = encoded && flushed && closed && chmod(temporary.c_str(), 0644) == 0 &&
-                         std::rename(temporary.c_str(), path.c_str()) == 0;
-  if (!published) {
-    const std::string reason = !encoded ? std::string("libpng: ") + sink.message : std::strerror(flushed ? errno : saved_errno);
-    unlink(temporary.c_str());
-    throw Error(ErrorKind::io, "write_png " + path + ": " + reason);
-  }
+  if (!encode(&encoded, image, &sink)) throw Error(ErrorKind::invalid_argument, std::string("encode_png: libpng: ") + sink.message);
+  return encoded;
+}
+
+void write_png(const std::string& path, const Image& image) {
+  check_shape("write_png " + path, image);
+  write_file_atomic(path, encode_png(image));
 }
 
 Image read_png(const std::string& path) {

@@ -1,5 +1,6 @@
-// dit::Error: every failure the engine reports to its caller (bad file, bad shape, CUDA fault).
-// Library code throws it; only the command-line programs turn it into an exit code.
+// Fixed ground (core/). dit::Error: every failure a part of the project reports to its caller
+// (a bad file, shape or option, an I/O or CUDA fault). Library code throws it; only the
+// command-line programs turn it into an exit code.
 #pragma once
 
 #include <stdexcept>

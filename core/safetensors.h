@@ -1,4 +1,4 @@
-// A memory-mapped safetensors reader and a writer. The reader validates everything before
+// Fixed ground (core/). A memory-mapped safetensors reader and a writer. The reader validates everything before
 // handing out a byte: header length, JSON, dtypes, shapes, offsets (in range, no overlaps, no
 // holes, nothing past the last tensor) and sizes; every problem is a dit::Error naming the file
 // and the tensor or field.
@@ -17,7 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/tensor.h"
+#include "core/half.h"
+#include "core/tensor.h"
 
 namespace dit {
 
@@ -25,17 +26,6 @@ enum class DType { F64, F32, F16, BF16, I64 };
 
 const char* dtype_name(DType dtype);  // "F32"
 size_t dtype_size(DType dtype);       // bytes per element
-
-// IEEE binary16 and bfloat16 from and to float32 bit patterns. Widening is exact (subnormals,
-// infinities and NaN payloads kept); narrowing rounds to nearest even, overflows to infinity
-// and keeps NaN a NaN.
-float f16_bits_to_float(uint16_t bits);
-uint16_t float_to_f16_bits(float value);
-float bf16_bits_to_float(uint16_t bits);
-uint16_t float_to_bf16_bits(float value);
-// The same narrowing over n values, on every core (bulk weight conversion at load).
-void floats_to_f16_bits(const float* values, uint16_t* out, size_t n);
-void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n);
 
 struct TensorView {
   std::string name;

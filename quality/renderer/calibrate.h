@@ -17,7 +17,7 @@
 
 #include "quality/contract.h"
 #include "quality/corpus.h"
-#include "quality/render.h"
+#include "quality/renderer/render.h"
 #include "quality/scores.h"
 
 namespace dit::quality {

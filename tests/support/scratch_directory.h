@@ -15,7 +15,7 @@ class ScratchDirectory {
  public:
   ScratchDirectory() {
     path_ = std::filesystem::temp_directory_path() /
-            ("dit-model-test-" + std::to_string(::getpid()) + "-" + std::to_string(fresh_seed()));
+            ("dit-test-" + std::to_string(::getpid()) + "-" + std::to_string(fresh_seed()));
     std::filesystem::create_directories(path_);
   }
   ScratchDirectory(const ScratchDirectory&) = delete;

@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "model/error.h"
+#include "core/error.h"
 
 namespace dit::test {
 

@@ -1,5 +1,5 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
-#include "quality/calibrate.h"
+#include "quality/renderer/calibrate.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "bench/support/model_costs.h"
+#include "bench/engine/model_costs.h"
 
 namespace dit::bench {
 

@@ -1,4 +1,4 @@
-// Fixed during a session (quality/ is the evaluator; see quality/README.md).
+// Fixed ground (core/): the SHA-256 the judge hashes renders and baselines with.
 // SHA-256 (FIPS 180-4) of byte strings and files, as lowercase hex. Written here rather than
 // taken from OpenSSL because the project's Debian package list does not install libssl-dev,
 // and libgit2's git_odb_hash hashes git's object framing with SHA-1, not a file's SHA-256.
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace dit::quality {
+namespace dit {
 
 class Sha256 {
  public:
@@ -33,4 +33,4 @@ std::string sha256_hex(std::string_view bytes);
 // Throws dit::Error (io) when the file cannot be read.
 std::string sha256_file(const std::string& path);
 
-}  // namespace dit::quality
+}  // namespace dit

@@ -18,10 +18,6 @@
 
 namespace dit::quality {
 
-// The tiny models of the reference vectors ("tiny_a", "tiny_b"): config and weights from
-// tests/data; any other model name is a DiT config name with seeded random weights.
-bool is_tiny_model(const std::string& model);
-
 struct RenderSettings {
   Backend backend = Backend::cpu;
   Precision precision = Precision::fp32;
@@ -29,11 +25,6 @@ struct RenderSettings {
   // Edits the DiT weights after loading (tests emulate engine bugs this way).
   std::function<void(DitWeights&)> edit_weights;
   std::ostream* log = nullptr;    // one line per case when set
-};
-
-struct RenderedCase {
-  Tensor latent;  // [1, C, s, s] as sampled (before the VAE scaling factor)
-  Image image;
 };
 
 // Keeps the last model and decoder loaded, so consecutive cases of one model reuse them.
@@ -60,13 +51,5 @@ class Renderer {
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
                              const std::string& out_dir);
 
-// Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes.
-RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id,
-                                 const RenderedCase& rendered);
-bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
-// SHA-256 of one image's outputs as raw bytes: the latent's float32 values ([1, C, s, s],
-// little-endian, as sampled) followed by the image's RGB bytes ([H, W, 3]). Independent of
-// file formats, so a benchmark can hash what it timed and compare with render.json.
-std::string output_hash(const Tensor& latent, const Image& image);
 
 }  // namespace dit::quality

@@ -1,4 +1,5 @@
-// dit::Tensor: a dense row-major float32 host tensor; the currency of the public API.
+// Fixed ground (core/). dit::Tensor: a dense row-major float32 host tensor; the currency of the
+// engine's public API and of the files the judge reads.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 
 #include <random>
 
-#include "model/safetensors.h"
+#include "core/safetensors.h"
 #include "model/weights.h"
 
 namespace dit::bench {
