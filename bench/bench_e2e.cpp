@@ -8,11 +8,12 @@
 // such as the "session" set of the lane sized for a GPU-host lease), with the weights seed, sampler,
 // steps and guidance of one corpus case (the first 256 case of that set's corpus unless --case
 // names another). The first timed image of BM_E2E_Image/256 in a process is that case itself;
-// its label then carries `hash=<sha256> case=<id>`: the SHA-256 of the case's latent file as
-// dit::quality::write_rendered_case writes it (<id>.latent.safetensors: the float32 latent
-// [1, 4, 32, 32] with metadata {"case": id}), computed after the timing. The performance gate
-// compares it with the quality render's manifest entry for that case (render.json,
-// cases.<id>.latent_sha256). Later iterations rotate seeds and labels, so nothing can be reused
+// its label then carries `hash=<sha256> image=<sha256> output=<sha256> case=<id>`: the SHA-256 of
+// the case's latent file as dit::quality::write_rendered_case writes it (<id>.latent.safetensors:
+// the float32 latent [1, 4, 32, 32] with metadata {"case": id}), of its PNG, and of the raw output
+// bytes (dit::quality::output_hash), computed after the timing: the quality render's manifest
+// entry for that case (render.json, cases.<id>.latent_sha256, image_sha256, output_sha256) holds
+// the same three. The performance gate compares the first. Later iterations rotate seeds and labels, so nothing can be reused
 // from one image to the next.
 //
 // Times are host-observed: generate() returns when the images are on the host. Each
@@ -40,7 +41,7 @@
 #include <string>
 #include <tuple>
 
-#include "bench/support/engine_setup.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
 #include "model/pipeline.h"
 #include "quality/corpus.h"
@@ -125,15 +126,15 @@ dit::SampleRequest request_for(int images, uint64_t first_seed) {
   return request;
 }
 
-// The SHA-256 of the case's latent file exactly as the quality render writes and hashes it.
-std::string latent_file_hash(const dit::quality::Case& c, const dit::PipelineResult& result) {
+// The case's hashes exactly as the quality render writes and hashes its files.
+dit::quality::RenderRecord rendered_hashes(const dit::quality::Case& c, const dit::PipelineResult& result) {
   const dit::quality::RenderedCase rendered{result.latents, result.images.at(0)};
   const std::filesystem::path directory =
       std::filesystem::temp_directory_path() / ("dit-bench-e2e-" + std::to_string(getpid()));
   std::filesystem::create_directories(directory);
   const dit::quality::RenderRecord record = dit::quality::write_rendered_case(directory.string(), c.id, rendered);
   std::filesystem::remove_all(directory);
-  return record.latent_sha256;
+  return record;
 }
 
 enum class Work { image, latents };
@@ -191,7 +192,7 @@ void run_e2e(benchmark::State& state, Work work, int images) {
   const dit::quality::Case& reference = setup().reference_case;
   // The first timed image of BM_E2E_Image at the reference case's size is the reference case
   // itself, hashed (untimed) as the quality render hashes it.
-  static std::optional<std::string> reference_hash;
+  static std::optional<dit::quality::RenderRecord> reference_hash;
   const bool owes_reference = work == Work::image && images == 1 && image_size == reference.image_size &&
                               setup().hash_comparable && !reference_hash;
 
@@ -221,7 +222,7 @@ void run_e2e(benchmark::State& state, Work work, int images) {
     state.SetIterationTime(seconds);
     seconds_total += seconds;
     // Untimed from here: Benchmark counts only the manual time.
-    if (render_reference) reference_hash = latent_file_hash(reference, *result);
+    if (render_reference) reference_hash = rendered_hashes(reference, *result);
     persistent = used_above_context();
     prepared->peak = std::max(prepared->peak, persistent);
   }
@@ -229,7 +230,9 @@ void run_e2e(benchmark::State& state, Work work, int images) {
   dit::bench::set_bytes_counter(state, "persistent_device_bytes", static_cast<double>(persistent));
   dit::bench::set_bytes_counter(state, "peak_device_bytes", static_cast<double>(prepared->peak));
   const bool reports_hash = work == Work::image && images == 1 && image_size == reference.image_size && reference_hash;
-  state.SetLabel(reports_hash ? "hash=" + *reference_hash + " case=" + reference.id + " " + prepared->settings
+  state.SetLabel(reports_hash ? "hash=" + reference_hash->latent_sha256 + " image=" + reference_hash->image_sha256 +
+                                    " output=" + reference_hash->output_sha256 + " case=" + reference.id + " " +
+                                    prepared->settings
                               : prepared->settings);
 }
 

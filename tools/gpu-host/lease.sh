@@ -4,6 +4,7 @@
 # follow it from short commands. From the checkout root, after .deps/ and .bundle/ are staged:
 #
 #   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--experiments DIR] [--tag TAG]
+#                                 [--hashes-against REV]
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored)
 #   tools/gpu-host/lease.sh wait SECONDS
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
@@ -20,6 +21,9 @@
 #             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from, lane a5500-session-256
+#   hashes    output-hashes.sh of the tree's build and of --hashes-against REV's (built in a
+#             worktree under .lease/), compared by compare-hashes.py: a change of structure
+#             only must leave every render and bench_e2e output byte-identical
 # A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
 # except build, which stops it.
 set -uo pipefail
@@ -37,6 +41,7 @@ pack() {
   [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
   [ -d "$work/logs" ] && tar -czf "$out/logs.tgz" -C "$work" logs
+  [ -d "$work/hashes" ] && tar -czf "$out/hashes.tgz" -C "$work" hashes
 }
 
 case "${1:-}" in
@@ -64,6 +69,7 @@ esac
 stages=build,record,test,sbs,session,figures
 session_from=HEAD
 experiments=""
+hashes_against=""
 tag=lease
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,6 +77,7 @@ while [ $# -gt 0 ]; do
     --session-from) session_from="$2"; shift 2 ;;
     --experiments) experiments="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
+    --hashes-against) hashes_against="$2"; shift 2 ;;
     *) echo "lease: unknown argument $1"; touch "$work/done"; exit 2 ;;
   esac
 done
@@ -200,6 +207,22 @@ stage_session() {
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
   (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane a5500-session-256 \
       --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar")
+}
+
+stage_hashes() {
+  [ -n "$hashes_against" ] || { echo "no --hashes-against"; return 2; }
+  local h=$work/hashes before=$work/before
+  rm -rf "$h" "$before"
+  git worktree prune
+  mkdir -p "$h"
+  git worktree add -q --detach "$before" "$hashes_against" || return 1
+  git -C "$before" log -1 --format='before: %h %s' | tee "$h/sides.txt"
+  git log -1 --format='after: %h %s' | tee -a "$h/sides.txt"
+  (cd "$before" && cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)"       --target dit-quality bench_e2e) >"$h/build-before.log" 2>&1 || { tail -30 "$h/build-before.log"; return 1; }
+  bash tools/gpu-host/output-hashes.sh "$before/build/a5500" "$h/before.tsv" "$work/hash-runs/before" || return 1
+  bash tools/gpu-host/output-hashes.sh "$build" "$h/after.tsv" "$work/hash-runs/after" || return 1
+  python3 tools/gpu-host/compare-hashes.py "$h/before.tsv" "$h/after.tsv" | tee "$h/compare.txt"
+  return "${PIPESTATUS[0]}"
 }
 
 IFS=',' read -r -a wanted <<<"$stages"
