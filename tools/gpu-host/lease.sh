@@ -4,7 +4,7 @@
 # follow it from short commands. From the checkout root, after .deps/ and .bundle/ are staged:
 #
 #   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--experiments DIR] [--tag TAG]
-#                                 [--hashes-against REV]
+#                                 [--hashes-against REV[,REV...]]
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored)
 #   tools/gpu-host/lease.sh wait SECONDS
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
@@ -21,9 +21,9 @@
 #             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from, lane a5500-session-256
-#   hashes    output-hashes.sh of the tree's build and of --hashes-against REV's (built in a
-#             worktree under .lease/), compared by compare-hashes.py: a change of structure
-#             only must leave every render and bench_e2e output byte-identical
+#   hashes    output-hashes.sh of the tree's build and of each --hashes-against REV's (a comma
+#             list, each built in a worktree under .lease/), compared by compare-hashes.py: a
+#             change of structure only must leave every render and bench_e2e output identical
 # A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
 # except build, which stops it.
 set -uo pipefail
@@ -211,18 +211,23 @@ stage_session() {
 
 stage_hashes() {
   [ -n "$hashes_against" ] || { echo "no --hashes-against"; return 2; }
-  local h=$work/hashes before=$work/before
-  rm -rf "$h" "$before"
+  local h=$work/hashes status=0 rev before
+  rm -rf "$h" "$work/before" "$work/hash-runs"
   git worktree prune
   mkdir -p "$h"
-  git worktree add -q --detach "$before" "$hashes_against" || return 1
-  git -C "$before" log -1 --format='before: %h %s' | tee "$h/sides.txt"
-  git log -1 --format='after: %h %s' | tee -a "$h/sides.txt"
-  (cd "$before" && cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)"       --target dit-quality bench_e2e) >"$h/build-before.log" 2>&1 || { tail -30 "$h/build-before.log"; return 1; }
-  bash tools/gpu-host/output-hashes.sh "$before/build/a5500" "$h/before.tsv" "$work/hash-runs/before" || return 1
+  git log -1 --format='after: %h %s' | tee "$h/sides.txt"
   bash tools/gpu-host/output-hashes.sh "$build" "$h/after.tsv" "$work/hash-runs/after" || return 1
-  python3 tools/gpu-host/compare-hashes.py "$h/before.tsv" "$h/after.tsv" | tee "$h/compare.txt"
-  return "${PIPESTATUS[0]}"
+  for rev in ${hashes_against//,/ }; do
+    before=$work/before/$rev
+    git worktree add -q --detach "$before" "$rev" || return 1
+    git -C "$before" log -1 --format="before: %h %s" | tee -a "$h/sides.txt"
+    (cd "$before" && cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)" \
+        --target dit-quality bench_e2e) >"$h/build-$rev.log" 2>&1 || { tail -30 "$h/build-$rev.log"; return 1; }
+    bash tools/gpu-host/output-hashes.sh "$before/build/a5500" "$h/$rev.tsv" "$work/hash-runs/$rev" || return 1
+    python3 tools/gpu-host/compare-hashes.py "$h/$rev.tsv" "$h/after.tsv" | tee "$h/compare-$rev.txt"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
+  return $status
 }
 
 IFS=',' read -r -a wanted <<<"$stages"

@@ -34,7 +34,7 @@ for case, record in sorted(manifest["cases"].items()):
                     [record.get(k) or "-" for k in ("latent_sha256", "image_sha256", "output_sha256")]))
 PY
   [ "$backend" = cuda ] || continue
-  "$build/bench/bench_e2e" --gate-set="$set" '--benchmark_filter=^BM_E2E_Image/256$' --benchmark_min_time=0.01 \
+  "$build/bench/bench_e2e" --gate-set="$set" '--benchmark_filter=^BM_E2E_Image/256/' --benchmark_min_time=0.01 \
     --benchmark_out="$work/bench_e2e-$set.json" >"$work/bench_e2e-$set.log" 2>&1 \
     || { tail -20 "$work/bench_e2e-$set.log"; exit 1; }
   python3 - "$work/bench_e2e-$set.json" "$set" >>"$out" <<'PY'
@@ -44,7 +44,8 @@ for entry in json.load(open(sys.argv[1]))["benchmarks"]:
     if "hash" in tokens:
         print("\t".join(["bench_e2e", sys.argv[2], tokens.get("case", "-"), tokens["hash"],
                          tokens.get("image", "-"), tokens.get("output", "-")]))
-        break
+        sys.exit(0)
+sys.exit(f"{sys.argv[1]}: no BM_E2E_Image/256 entry with a hash")
 PY
 done
 echo "output-hashes: $(($(wc -l <"$out") - 1)) rows in $out"
