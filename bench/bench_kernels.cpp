@@ -38,7 +38,7 @@
 #include "kernels/upsample.h"
 #include "kernels/vae_bias.h"
 #include "kernels/vae_softmax.h"
-#include "model/cublaslt_gemm.h"
+#include "model/cuda/cublaslt_gemm.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // conv_candidates: every cuDNN forward algorithm for the SD VAE decoder's convolutions, timed
 // by cuDNN (cudnnFindConvolutionForwardAlgorithmEx on our buffers), beside the algorithm the
-// engine takes (model/vae_cuda_conv.h: the heuristic ranking, deterministic algorithms only) and
+// engine takes (model/cuda/vae_cuda_conv.h: the heuristic ranking, deterministic algorithms only) and
 // its own measured time. A research tool, not a benchmark: it says how much of a decode the
 // convolutions are, and whether another deterministic algorithm would be faster at a shape, which
 // a persisted per-shape choice could then encode. The engine never times algorithms itself.
@@ -28,7 +28,7 @@
 #include "bench/support/tool_arguments.h"
 #include "kernels/cuda_check.h"
 #include "model/vae.h"
-#include "model/vae_cuda_conv.h"
+#include "model/cuda/vae_cuda_conv.h"
 #include "model/vae_layout.h"
 
 namespace {

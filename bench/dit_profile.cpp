@@ -13,7 +13,7 @@
 // The engine replays its forward pass as a CUDA Graph, and a range inside a replayed graph emits
 // nothing (and a synchronisation during a capture would break it). So the image is rendered
 // twice per model: on the engine as configured (a 2-step warm-up, then the unperturbed run, no
-// synchronisation: the true total), then on a second model built with DIT_CUDA_GRAPHS=0 (eager
+// synchronisation: the true total), then on a second model built with CUDA Graphs off (eager
 // launches, every range visible: a warm-up, then the profiled run). The profiled total exceeds
 // the unperturbed one by the cost of graphs off and of the synchronisations; the output states
 // both totals. Under another NVTX tool (ncu, nsys) the injection is theirs and the phase table
@@ -254,9 +254,9 @@ int run(const Options& options) {
   DIT_BENCH_CUDA(cudaDeviceSynchronize());
   const double unperturbed_ms = milliseconds_since(start);
 
-  // The same model with CUDA Graphs off (the engine reads DIT_CUDA_GRAPHS when it is built).
+  // The same model with CUDA Graphs off.
   models.reset();
-  setenv("DIT_CUDA_GRAPHS", "0", 1);
+  choice.engine.cuda_graphs = false;
   models = std::make_unique<dit::bench::ModelCache>(choice);
   model = &models->get(c.image_size);
   generate_with_ranges(*model, *vae, warm);

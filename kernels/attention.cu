@@ -7,6 +7,8 @@
 
 #include <cmath>
 
+#include "kernels/attention_flash.h"
+#include "kernels/attention_tiled.h"
 #include "kernels/cuda_check.h"
 #include "kernels/cuda_reduce.cuh"
 
@@ -96,6 +98,15 @@ void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T
     using E = typename decltype(tag)::type;
     launch_attention_naive(static_cast<const E*>(qkv), static_cast<E*>(out), B, T, H, hd, stream);
   });
+}
+
+void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
+  if (attention_flash_supported(dtype, hd))
+    attention_flash(qkv, out, dtype, B, T, H, hd, stream);
+  else if (attention_tiled_supported(dtype, hd))
+    attention_tiled(qkv, out, dtype, B, T, H, hd, stream);
+  else
+    attention_naive(qkv, out, dtype, B, T, H, hd, stream);
 }
 
 }  // namespace dit::cuda

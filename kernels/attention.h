@@ -20,5 +20,9 @@ namespace dit::cuda {
 void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
                      cudaStream_t stream);
 
+// The engine's attention: attention_flash where supported (f16/bf16, kernels/attention_flash.h),
+// else attention_tiled (f32, kernels/attention_tiled.h) where supported, else attention_naive.
+void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
+
 }  // namespace dit::cuda
 #endif

@@ -455,13 +455,4 @@ void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T
   attention_flash(qkv, out, dtype, B, T, H, hd, attention_flash_default_form(B, T, H), stream);
 }
 
-void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
-  if (attention_flash_supported(dtype, hd))
-    attention_flash(qkv, out, dtype, B, T, H, hd, stream);
-  else if (attention_tiled_supported(dtype, hd))
-    attention_tiled(qkv, out, dtype, B, T, H, hd, stream);
-  else
-    attention_naive(qkv, out, dtype, B, T, H, hd, stream);
-}
-
 }  // namespace dit::cuda

@@ -32,8 +32,4 @@ void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T
 void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, FlashForm form,
                      cudaStream_t stream);
 
-// attention_flash where supported (f16/bf16), else attention_tiled (f32, kernels/attention_tiled.h)
-// where supported, else attention_naive.
-void attention(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
-
 }  // namespace dit::cuda

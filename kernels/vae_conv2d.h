@@ -1,5 +1,5 @@
 // The VAE decoder's 2-D convolutions (3x3 and 1x1, stride 1, zero padding k/2) over
-// channels-last activations. The CUDA backend runs them through cuDNN (model/vae_cuda_conv.h);
+// channels-last activations. The CUDA backend runs them through cuDNN (model/cuda/vae_cuda_conv.h);
 // this is the reference it is checked against.
 #pragma once
 

@@ -6,19 +6,14 @@
 #include <span>
 #include <string>
 
+#include "model/backend.h"
 #include "model/config.h"
+#include "model/engine_options.h"
 #include "model/sampler.h"
 #include "core/tensor.h"
 #include "model/weights.h"
 
 namespace dit {
-
-enum class Backend { cpu, cuda };
-enum class Precision { fp32, tf32, fp16, bf16 };  // fp32 = TF32 off, the golden path
-const char* backend_name(Backend backend);
-const char* precision_name(Precision precision);
-Backend parse_backend(const std::string& name);      // throws dit::Error
-Precision parse_precision(const std::string& name);  // throws dit::Error
 
 class DitModel {
  public:
@@ -45,6 +40,7 @@ class DitModel {
 // Throws dit::Error (device) when the backend is not built in or no GPU is usable.
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
                                      const DitWeights& weights,
-                                     Precision precision = Precision::fp32);
+                                     Precision precision = Precision::fp32,
+                                     const EngineOptions& options = {});
 
 }  // namespace dit

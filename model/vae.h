@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "model/dit_model.h"
+#include "model/backend.h"
+#include "model/engine_options.h"
 #include "core/tensor.h"
 
 namespace dit {
@@ -57,6 +58,7 @@ class VaeDecoder {
 
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config,
                                              const VaeWeights& weights,
-                                             Precision precision = Precision::fp32);
+                                             Precision precision = Precision::fp32,
+                                             const EngineOptions& options = {});
 
 }  // namespace dit

@@ -1,22 +1,23 @@
 // make_vae_decoder: the backend switch.
 #include "core/error.h"
 #include "model/vae.h"
-#include "model/vae_cpu.h"
+#include "model/cpu/vae_cpu.h"
 #ifdef DIT_WITH_CUDA
-#include "model/vae_cuda.h"
+#include "model/cuda/vae_cuda.h"
 #endif
 
 namespace dit {
 
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config,
-                                             const VaeWeights& weights, Precision precision) {
+                                             const VaeWeights& weights, Precision precision,
+                                             const EngineOptions& options) {
   config.validate();
   switch (backend) {
     case Backend::cpu:
       return make_cpu_vae_decoder(config, weights, precision);
     case Backend::cuda:
 #ifdef DIT_WITH_CUDA
-      return make_cuda_vae_decoder(config, weights, precision);
+      return make_cuda_vae_decoder(config, weights, precision, options);
 #else
       throw Error(ErrorKind::device, "the CUDA VAE decoder is not built in (configure with DIT_WITH_CUDA=ON)");
 #endif

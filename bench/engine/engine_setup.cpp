@@ -1,11 +1,14 @@
 #include "bench/engine/engine_setup.h"
 
+#include <cstdlib>
 #include <random>
 
 #include "core/safetensors.h"
 #include "model/weights.h"
 
 namespace dit::bench {
+
+EngineOptions environment_engine_options() { return engine_options_from(std::getenv); }
 
 DitWeights bench_weights(const EngineChoice& choice, const ModelConfig& config) {
   if (choice.weights_path.empty()) return DitWeights::random(config, choice.weights_seed);
@@ -24,7 +27,7 @@ DitModel& ModelCache::get(int image_size) {
   if (!model_ || image_size_ != image_size) {
     model_.reset();
     const ModelConfig config = model_config(choice_.model, image_size);
-    model_ = make_model(choice_.backend, config, bench_weights(choice_, config), choice_.precision);
+    model_ = make_model(choice_.backend, config, bench_weights(choice_, config), choice_.precision, choice_.engine);
     image_size_ = image_size;
   }
   return *model_;
@@ -42,9 +45,10 @@ ForwardInputs random_forward_inputs(const ModelConfig& config, int batch, uint64
   return inputs;
 }
 
-std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed) {
+std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed,
+                                      const EngineOptions& options) {
   const VaeConfig config = sd_vae_config();
-  return make_vae_decoder(backend, config, VaeWeights::random(config, seed), precision);
+  return make_vae_decoder(backend, config, VaeWeights::random(config, seed), precision, options);
 }
 
 }  // namespace dit::bench

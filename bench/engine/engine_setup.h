@@ -19,12 +19,18 @@ namespace dit::bench {
 // as torch_reference.py's, though the generators differ: timing does not depend on values).
 constexpr uint64_t kBenchWeightsSeed = 20261129;
 
+// The engine switches of a benchmark process, from its environment (DIT_CUDA_GRAPHS=0,
+// DIT_VAE_FUSED_BIAS=0, DIT_GEMM_PLAN=off|FILE: model/engine_options.h), so that one build can
+// time both sides of a switch (tools/gpu-host/ab.sh --env-b).
+EngineOptions environment_engine_options();
+
 struct EngineChoice {
   std::string model = "DiT-XL/2";
   std::string weights_path;  // empty: DitWeights::random(config, weights_seed)
   uint64_t weights_seed = kBenchWeightsSeed;
   Backend backend = Backend::cuda;
   Precision precision = Precision::fp16;
+  EngineOptions engine = environment_engine_options();
 };
 
 // DiT weights for `config`. A checkpoint is loaded for the image size in its metadata (256 when
@@ -54,6 +60,7 @@ struct ForwardInputs {
 ForwardInputs random_forward_inputs(const ModelConfig& config, int batch, uint64_t seed);
 
 // The SD VAE decoder with seeded random weights (the engine's own generator).
-std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed = kBenchWeightsSeed);
+std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed = kBenchWeightsSeed,
+                                      const EngineOptions& options = environment_engine_options());
 
 }  // namespace dit::bench

@@ -41,6 +41,7 @@ struct Options {
   std::string out_dir = "out";
   std::string vae;  // sd, tiny or none; default: sd at DiT's image sizes, tiny for smaller test models
   std::string vae_weights_path;
+  dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
 void add_options(CLI::App& app, Options& o) {
@@ -72,6 +73,15 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--vae-weights", o.vae_weights_path,
                  "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
       ->check(CLI::ExistingFile);
+  // The engine reads no environment: these options do, through CLI11, as their defaults.
+  app.add_option("--cuda-graphs", o.engine.cuda_graphs, "capture and replay CUDA Graphs (cuda backend; 0 = eager)")
+      ->envname("DIT_CUDA_GRAPHS")->capture_default_str();
+  app.add_option("--vae-fused-bias", o.engine.vae_fused_bias,
+                 "fp16/bf16 VAE: the bias inside cuDNN's fused convolution (0 = a separate kernel)")
+      ->envname("DIT_VAE_FUSED_BIAS")->capture_default_str();
+  app.add_option("--gemm-plan", o.engine.gemm_plan,
+                 "GEMM plan: off, or a plan file (default: model/gemm-plans' file for this GPU, if any)")
+      ->envname("DIT_GEMM_PLAN");
 }
 
 dit::ModelConfig resolve_config(const Options& o) {
@@ -161,7 +171,7 @@ int run(const Options& o) {
   {
     const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
                                                      : dit::DitWeights::load(o.weights_path, config);
-    model = dit::make_model(backend, config, weights, precision);
+    model = dit::make_model(backend, config, weights, precision, o.engine);
   }
   // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run.
   const std::string vae_name = resolve_vae(o, config);
@@ -172,7 +182,7 @@ int run(const Options& o) {
     const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
     const dit::VaeWeights weights = o.vae_weights_path.empty() ? dit::VaeWeights::random(vae_config, o.weights_seed)
                                                                : dit::VaeWeights::load(o.vae_weights_path, vae_config);
-    vae = dit::make_vae_decoder(backend, vae_config, weights, precision);
+    vae = dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
   }
   std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s, VAE %s\n",
                config.name.c_str(), static_cast<long long>(config.parameter_count()), request.class_labels.size(),

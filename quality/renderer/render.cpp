@@ -72,9 +72,9 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   if (c.class_label >= loaded->config.num_classes)
     case_error(c, "class_label " + std::to_string(c.class_label) + " is not below the model's " +
                       std::to_string(loaded->config.num_classes) + " classes");
-  loaded->model = make_model(settings_.backend, loaded->config, weights, settings_.precision);
+  loaded->model = make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
   loaded->vae = make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, c.weights_seed),
-                                 settings_.precision);
+                                 settings_.precision, settings_.engine);
   loaded_ = std::move(loaded);
   return *loaded_;
 }

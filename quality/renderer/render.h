@@ -21,6 +21,9 @@ namespace dit::quality {
 struct RenderSettings {
   Backend backend = Backend::cpu;
   Precision precision = Precision::fp32;
+  // The engine as deployed: its defaults. The renderer maps no environment onto them, so what is
+  // judged never depends on a benchmark switch (bench_e2e honours them, and its hash then differs).
+  EngineOptions engine;
   std::string data_dir;          // tests/data: the weights of the tiny_a / tiny_b models
   // Edits the DiT weights after loading (tests emulate engine bugs this way).
   std::function<void(DitWeights&)> edit_weights;

@@ -216,4 +216,26 @@ std::vector<std::string> include_violations(const fs::path& source_dir, const st
   return violations;
 }
 
+std::vector<std::string> environment_uses(const fs::path& source_dir, const std::vector<std::string>& folders) {
+  static const std::regex use(R"(\b(secure_getenv|getenv|setenv|putenv|unsetenv|environ)\b)");
+  std::vector<std::string> found;
+  for (const std::string& folder : folders) {
+    if (!fs::is_directory(source_dir / folder)) {
+      found.push_back(folder + "/: not a folder of " + source_dir.string());
+      continue;
+    }
+    for (const auto& entry : fs::recursive_directory_iterator(source_dir / folder)) {
+      if (!entry.is_regular_file()) continue;
+      std::ifstream in(entry.path());
+      std::string line;
+      for (int number = 1; std::getline(in, line); ++number) {
+        if (std::regex_search(line, use))
+          found.push_back(entry.path().lexically_relative(source_dir).string() + ":" + std::to_string(number) +
+                          ": " + line);
+      }
+    }
+  }
+  return found;
+}
+
 }  // namespace dit::architecture

@@ -55,4 +55,10 @@ std::vector<IncludeRule> project_include_rules();
 std::vector<std::string> include_violations(const std::filesystem::path& source_dir,
                                             const std::vector<IncludeRule>& rules);
 
+// Every place a file under `folders` reads or changes the process environment (getenv,
+// secure_getenv, setenv, putenv, unsetenv, environ), as "<file>:<line>: <line text>": the engine
+// takes its switches as options (model/engine_options.h); only programs read the environment.
+std::vector<std::string> environment_uses(const std::filesystem::path& source_dir,
+                                          const std::vector<std::string>& folders);
+
 }  // namespace dit::architecture

@@ -167,6 +167,19 @@ TEST(IncludeRules, each_forbidden_include_is_caught_and_the_renderer_is_left_out
   EXPECT_EQ(violations.size(), expected.size()) << joined(violations);
 }
 
+TEST(EnvironmentRule, every_way_of_reading_the_environment_is_found) {
+  const test::ScratchDirectory scratch;
+  const fs::path root = scratch.path();
+  write_file(root / "model/a.cu", "bool graphs = std::getenv(\"X\") != nullptr;\n");
+  write_file(root / "model/cuda/b.cpp", "int f() { return secure_getenv(\"Y\") ? 1 : 0; }\nextern char** environ;\n");
+  write_file(root / "kernels/c.h", "// no environment here\ninline void g() { setenv(\"Z\", \"1\", 1); }\n");
+  write_file(root / "kernels/d.cpp", "int environment_size = 0;  // not a use: another word\n");
+  const std::vector<std::string> found = environment_uses(root, {"model", "kernels"});
+  for (const char* where : {"model/a.cu:1:", "model/cuda/b.cpp:1:", "model/cuda/b.cpp:2:", "kernels/c.h:2:"})
+    EXPECT_TRUE(mentions(found, where)) << where << "\n" << joined(found);
+  EXPECT_EQ(found.size(), 4u) << joined(found);
+}
+
 // ---- this build ---------------------------------------------------------------------------------
 
 std::string environment(const char* name) {
@@ -240,6 +253,12 @@ TEST_F(ThisBuild, no_judging_target_links_or_compiles_engine_code) {
 TEST_F(ThisBuild, no_judging_source_includes_engine_headers) {
   const std::vector<std::string> violations = include_violations(source_dir(), project_include_rules());
   EXPECT_TRUE(violations.empty()) << "includes that break ARCHITECTURE.md's table:\n" << joined(violations);
+}
+
+TEST(ThisSourceTree, the_engine_reads_no_environment) {
+  const std::vector<std::string> found = environment_uses(source_dir(), {"model", "kernels"});
+  EXPECT_TRUE(found.empty()) << "the engine takes switches as EngineOptions, never from the environment:\n"
+                             << joined(found);
 }
 
 }  // namespace

@@ -187,9 +187,9 @@ TEST(CudaGraphs, replayed_graph_equals_eager_run) {
   request.seeds = {7, 9};
   request.steps = 6;
   const auto graphs = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
-  ASSERT_EQ(setenv("DIT_CUDA_GRAPHS", "0", 1), 0);
-  const auto eager = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
-  ASSERT_EQ(unsetenv("DIT_CUDA_GRAPHS"), 0);
+  EngineOptions eager_options;
+  eager_options.cuda_graphs = false;
+  const auto eager = make_model(Backend::cuda, f.config, f.weights, Precision::fp32, eager_options);
   EXPECT_TRUE(same_bytes(graphs->sample(request), eager->sample(request)))
       << "the sampling loop with the forward pass as a CUDA Graph differs from the eager loop";
 }

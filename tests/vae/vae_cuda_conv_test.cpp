@@ -1,9 +1,9 @@
 // Which entry of cuDNN's heuristic ranking a convolution plan takes for the fused bias call
-// (model/vae_cuda_conv.h: fused_bias_candidate), on made-up rankings: no GPU needed, since the
+// (model/cuda/vae_cuda_conv.h: fused_bias_candidate), on made-up rankings: no GPU needed, since the
 // choice reads only the ranking. The fused call itself runs in vae_cuda_ops_test (CudnnConvBias).
 #include <gtest/gtest.h>
 
-#include "model/vae_cuda_conv.h"
+#include "model/cuda/vae_cuda_conv.h"
 
 namespace dit {
 namespace {

@@ -15,7 +15,7 @@
 #include "kernels/vae_conv2d.h"
 #include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
-#include "model/vae_cuda_conv.h"
+#include "model/cuda/vae_cuda_conv.h"
 #include "tests/support/test_support.h"
 #include "tests/vae/device_buffer.h"
 

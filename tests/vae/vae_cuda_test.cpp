@@ -70,7 +70,7 @@ TEST(VaeCuda, IdenticalBitsAcrossCallsShapesAndDecoders) {
     const Tensor a = decoder->decode(z);
     const Tensor single = decoder->decode(first_image);  // a new plan for a new shape
     const Tensor b = decoder->decode(z);         // the first plan again: eager, then captured
-    const Tensor replayed = decoder->decode(z);  // the captured graph (unless DIT_CUDA_GRAPHS=0)
+    const Tensor replayed = decoder->decode(z);  // the captured graph (EngineOptions::cuda_graphs by default)
     Tensor other = z;
     other.data = test::random_normal(other.data.size(), 7);
     const Tensor replayed_other = decoder->decode(other);  // the graph reads the new latents

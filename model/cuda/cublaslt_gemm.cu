@@ -1,7 +1,7 @@
-// cuBLASLt linear layers (model/cublaslt_gemm.h). Row-major out[M, N] = in[M, K] * W[N, K]^T is
+// cuBLASLt linear layers (model/cuda/cublaslt_gemm.h). Row-major out[M, N] = in[M, K] * W[N, K]^T is
 // the column-major product out^T[N, M] = op(W)[N, K] * in^T[K, M] with op = transpose on W's
 // column-major [K, N] view: m = N, n = M, k = K, and the bias (length m) is per output feature.
-#include "model/cublaslt_gemm.h"
+#include "model/cuda/cublaslt_gemm.h"
 
 #include <cuda_runtime.h>
 
@@ -103,9 +103,8 @@ GemmPlanKey GemmRunner::plan_key(const GemmArgs& a) {
   return key;
 }
 
-std::optional<GemmPlan> GemmRunner::plan_for_current_device() {
-  const char* setting = std::getenv("DIT_GEMM_PLAN");
-  return select_gemm_plan(current_device(), setting ? setting : "", DIT_GEMM_PLAN_DIR);
+std::optional<GemmPlan> GemmRunner::plan_for_current_device(const std::string& setting) {
+  return select_gemm_plan(current_device(), setting, DIT_GEMM_PLAN_DIR);
 }
 
 GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan)

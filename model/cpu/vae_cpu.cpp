@@ -8,7 +8,7 @@
 #include "kernels/vae_conv2d.h"
 #include "kernels/vae_softmax.h"
 #include "core/error.h"
-#include "model/vae_cpu.h"
+#include "model/cpu/vae_cpu.h"
 #include "model/vae_layout.h"
 
 namespace dit {

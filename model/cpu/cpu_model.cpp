@@ -1,5 +1,5 @@
-// The CPU reference DiT (model/cpu_model.h), step by step as upstream DiT.forward.
-#include "model/cpu_model.h"
+// The CPU reference DiT (model/cpu/cpu_model.h), step by step as upstream DiT.forward.
+#include "model/cpu/cpu_model.h"
 
 #include <algorithm>
 #include <string>

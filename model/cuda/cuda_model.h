@@ -12,6 +12,6 @@ namespace dit {
 // Throws dit::Error (device) when no GPU is usable, (invalid_argument) when a weight is missing
 // or misshapen.
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights,
-                                          Precision precision);
+                                          Precision precision, const EngineOptions& options);
 
 }  // namespace dit

@@ -1,4 +1,4 @@
-#include "model/device_arena.h"
+#include "model/cuda/device_arena.h"
 
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
-// cuBLASLt matrix products for the VAE attention (model/vae_cuda_matmul.h).
-#include "model/vae_cuda_matmul.h"
+// cuBLASLt matrix products for the VAE attention (model/cuda/vae_cuda_matmul.h).
+#include "model/cuda/vae_cuda_matmul.h"
 
 #include <string>
 

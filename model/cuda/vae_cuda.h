@@ -13,6 +13,6 @@ namespace dit {
 // latent size of the first decode (and re-sized when a later decode's shape differs).
 // Throws dit::Error(device) without a usable GPU.
 std::unique_ptr<VaeDecoder> make_cuda_vae_decoder(const VaeConfig& config, const VaeWeights& weights,
-                                                  Precision precision);
+                                                  Precision precision, const EngineOptions& options);
 
 }  // namespace dit

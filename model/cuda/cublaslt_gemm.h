@@ -2,7 +2,7 @@
 // (then GELU-tanh), all row-major, PyTorch weight layout. One plan (descriptors and an algorithm
 // for a fixed workspace) per distinct shape and type, made on first use and reused. The
 // algorithm is the heuristic's first, or the candidate a GEMM plan file names for this shape on
-// this GPU (model/gemm_plan.h): either way the choice is the same across calls and processes.
+// this GPU (model/cuda/gemm_plan.h): either way the choice is the same across calls and processes.
 #pragma once
 
 #include <cublasLt.h>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/cuda_types.h"
-#include "model/gemm_plan.h"
+#include "model/cuda/gemm_plan.h"
 
 namespace dit::cuda {
 
@@ -82,9 +82,9 @@ class GemmRunner {
   // The running GPU, cuBLASLt and kWorkspaceBytes, as a plan names them.
   static GemmPlanDevice current_device();
   static GemmPlanKey plan_key(const GemmArgs& args);
-  // The plan for the running GPU: DIT_GEMM_PLAN, else the plan directory built in
-  // (DIT_GEMM_PLAN_DIR, model/gemm-plans of the source tree).
-  static std::optional<GemmPlan> plan_for_current_device();
+  // The plan for the running GPU: `setting` as EngineOptions::gemm_plan ("off", a plan file), or
+  // when empty the plan directory built in (DIT_GEMM_PLAN_DIR, model/gemm-plans of the source tree).
+  static std::optional<GemmPlan> plan_for_current_device(const std::string& setting);
 
  private:
   struct Plan {

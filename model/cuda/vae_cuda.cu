@@ -1,22 +1,22 @@
-// The CUDA VAE decoder (model/vae_cuda.h). The graph is the CPU reference's (model/vae_cpu.cpp);
+// The CUDA VAE decoder (model/cuda/vae_cuda.h). The graph is the CPU reference's (model/cpu/vae_cpu.cpp);
 // tensors are channels last, [N, H, W, C]. The latent (4) and RGB (3) channel counts are padded
 // to 8 with zero weights so every convolution has tensor-core-friendly channels.
 //
 // A convolution's bias is one more pass over its output: the bias kernel (kernels/vae_bias.h).
 // In fp16 and bf16 cuDNN adds it instead, in the convolution's own epilogue, together with the
-// residual a resnet's conv2 adds to (cudnnConvolutionBiasActivationForward; model/vae_cuda_conv.h):
+// residual a resnet's conv2 adds to (cudnnConvolutionBiasActivationForward; model/cuda/vae_cuda_conv.h):
 // one launch and one rounding fewer per convolution (7 to 10% of an SD decode on an H200), for a
 // copy of each bias in the storage type. A shape cuDNN has no fused form for keeps the separate
 // kernel. fp32 (the golden path) and tf32 always take the separate kernel, which adds the
-// float32 bias as before. DIT_VAE_FUSED_BIAS=0 keeps the separate kernel at every precision.
+// float32 bias as before. EngineOptions::vae_fused_bias false keeps the separate kernel at every precision.
 //
 // The first decode of a (batch, latent size) runs eagerly (cuDNN and cuBLASLt load their kernels)
 // and is then captured as a CUDA Graph; later decodes of that shape upload the latents and replay
 // it: about 210 launches (fewer where the bias is fused), most of them cuDNN calls with tens of
 // microseconds of host work each, become one. The replay runs the same kernels on the same
 // buffers, so it gives the same bytes.
-// DIT_CUDA_GRAPHS=0 keeps every decode eager, as it does for the DiT (model/cuda_model.cu).
-#include "model/vae_cuda.h"
+// EngineOptions::cuda_graphs false keeps every decode eager, as it does for the DiT (model/cuda/cuda_model.cu).
+#include "model/cuda/vae_cuda.h"
 
 #include <cuda_runtime.h>
 
@@ -34,12 +34,12 @@
 #include "kernels/vae_bias.h"
 #include "kernels/vae_image.h"
 #include "kernels/vae_softmax.h"
-#include "model/cuda_graph.h"
-#include "model/device_arena.h"
+#include "model/cuda/cuda_graph.h"
+#include "model/cuda/device_arena.h"
 #include "core/error.h"
 #include "core/safetensors.h"
-#include "model/vae_cuda_conv.h"
-#include "model/vae_cuda_matmul.h"
+#include "model/cuda/vae_cuda_conv.h"
+#include "model/cuda/vae_cuda_matmul.h"
 #include "model/vae_layout.h"
 
 namespace dit {
@@ -166,9 +166,10 @@ struct Plan {
 
 class CudaVaeDecoder final : public VaeDecoder {
  public:
-  CudaVaeDecoder(const VaeConfig& config, const VaeWeights& weights, Precision precision)
+  CudaVaeDecoder(const VaeConfig& config, const VaeWeights& weights, Precision precision, const EngineOptions& options)
       : config_(config), layout_(vae::decoder_layout(config)), precision_(precision),
-        dtype_(cuda::storage_dtype(precision)) {
+        dtype_(cuda::storage_dtype(precision)), use_graphs_(options.cuda_graphs),
+        fuse_bias_(dtype_ != DeviceDtype::f32 && options.vae_fused_bias) {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);
     if (status != cudaSuccess || devices == 0)
@@ -500,10 +501,10 @@ class CudaVaeDecoder final : public VaeDecoder {
   vae::DecoderLayout layout_;
   Precision precision_;
   DeviceDtype dtype_;
-  bool use_graphs_ = !(std::getenv("DIT_CUDA_GRAPHS") && std::string(std::getenv("DIT_CUDA_GRAPHS")) == "0");
-  // DIT_VAE_FUSED_BIAS=0 keeps the separate bias kernel in fp16/bf16 too (the A/B for benchmarks).
-  bool fuse_bias_ = dtype_ != DeviceDtype::f32 &&
-                    !(std::getenv("DIT_VAE_FUSED_BIAS") && std::string(std::getenv("DIT_VAE_FUSED_BIAS")) == "0");
+  bool use_graphs_;
+  // EngineOptions::vae_fused_bias false keeps the separate bias kernel in fp16/bf16 too (the A/B
+  // for benchmarks).
+  bool fuse_bias_;
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   cublasLtHandle_t cublas_ = nullptr;
@@ -524,8 +525,8 @@ class CudaVaeDecoder final : public VaeDecoder {
 }  // namespace
 
 std::unique_ptr<VaeDecoder> make_cuda_vae_decoder(const VaeConfig& config, const VaeWeights& weights,
-                                                  Precision precision) {
-  return std::make_unique<CudaVaeDecoder>(config, weights, precision);
+                                                  Precision precision, const EngineOptions& options) {
+  return std::make_unique<CudaVaeDecoder>(config, weights, precision, options);
 }
 
 }  // namespace dit

@@ -1,5 +1,5 @@
-// cuDNN convolutions for the VAE decoder (model/vae_cuda_conv.h).
-#include "model/vae_cuda_conv.h"
+// cuDNN convolutions for the VAE decoder (model/cuda/vae_cuda_conv.h).
+#include "model/cuda/vae_cuda_conv.h"
 
 #include <vector>
 

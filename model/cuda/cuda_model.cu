@@ -1,4 +1,4 @@
-// The CUDA DiT (model/cuda_model.h). Storage: the residual stream, the conditioning and the
+// The CUDA DiT (model/cuda/cuda_model.h). Storage: the residual stream, the conditioning and the
 // modulations are float32; GEMM operands (weights, LayerNorm outputs, qkv, attention output, MLP
 // hidden) and the two branch outputs that feed the residual (attention proj, fc2) are in the
 // compute dtype (float32 for fp32/tf32, else fp16/bf16), always with float32 accumulation; the
@@ -11,14 +11,14 @@
 // sample(), once per chunk of steps for all of the chunk's conditionings (the weights are read
 // once per chunk instead of once per step); each gated residual is fused with the LayerNorm
 // that follows it; the forward pass of a batch size is captured once as a CUDA Graph and
-// replayed (DIT_CUDA_GRAPHS=0 runs it eagerly instead), in forward() and forward_with_cfg()
+// replayed (EngineOptions::cuda_graphs false runs it eagerly instead), in forward() and forward_with_cfg()
 // with the conditioning and the adaLN GEMM inside it; in sample() one graph holds a whole step
 // (the forward pass, then cuda::loop_step: guidance, noise, the update, the next step's inputs),
 // replayed for every step, its per-step values read from a table on the device. Running the
 // adaLN GEMM in column groups on a second stream beside the first blocks measured no faster on
 // an H200 (1.71 against 1.70 ms at 256 batch 2, 5.07 against 5.09 at 512): the blocks' GEMMs
 // leave it no room.
-#include "model/cuda_model.h"
+#include "model/cuda/cuda_model.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "kernels/activations.h"
-#include "kernels/attention_flash.h"
+#include "kernels/attention.h"
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
 #include "kernels/guidance.h"
@@ -44,9 +44,9 @@
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
-#include "model/cublaslt_gemm.h"
-#include "model/cuda_graph.h"
-#include "model/device_arena.h"
+#include "model/cuda/cublaslt_gemm.h"
+#include "model/cuda/cuda_graph.h"
+#include "model/cuda/device_arena.h"
 #include "core/safetensors.h"
 #include "model/schedule.h"
 
@@ -125,7 +125,8 @@ struct Activations {
 
 class CudaDitModel final : public DitModel {
  public:
-  CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision);
+  CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision,
+               const EngineOptions& options);
   ~CudaDitModel() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -183,6 +184,7 @@ class CudaDitModel final : public DitModel {
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
+  std::string gemm_plan_setting_;  // EngineOptions::gemm_plan
   CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
   CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
 
@@ -204,13 +206,15 @@ DeviceDtype compute_dtype(Precision precision) {
   }
 }
 
-CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision)
+CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision,
+                           const EngineOptions& options)
     : config_(config),
       precision_(precision),
       compute_(compute_dtype(precision)),
       gemm_compute_(precision == Precision::tf32 ? GemmCompute::tf32 : GemmCompute::fp32),
       gelu_epilogue_(precision == Precision::fp16 || precision == Precision::bf16),
-      use_graphs_(!(std::getenv("DIT_CUDA_GRAPHS") && std::string(std::getenv("DIT_CUDA_GRAPHS")) == "0")) {
+      use_graphs_(options.cuda_graphs),
+      gemm_plan_setting_(options.gemm_plan) {
   config_.validate();
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
@@ -284,7 +288,7 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   sizer.take(adaln_bias_count * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
   gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes),
-                                             cuda::GemmRunner::plan_for_current_device());
+                                             cuda::GemmRunner::plan_for_current_device(gemm_plan_setting_));
 
   std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
   auto upload_into = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {
@@ -731,8 +735,9 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
 
 }  // namespace
 
-std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision) {
-  return std::make_unique<CudaDitModel>(config, weights, precision);
+std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision,
+                                          const EngineOptions& options) {
+  return std::make_unique<CudaDitModel>(config, weights, precision, options);
 }
 
 }  // namespace dit
