@@ -3,13 +3,12 @@
 // of four warps with 16 or 32 query rows each (FlashForm::row_tiles, one or two m16 row tiles).
 // At DiT-XL/2 256 with batch 2 (T = 256, 16 heads) 64-row blocks give 128 blocks, one per SM of
 // an H200 (the A5500 has 80), where 128-row blocks would leave half the SMs idle; such a call is
-// latency-bound: at 14 us in the earlier single-buffered kernel one warp per scheduler issued an
-// instruction every 5.3 cycles (bench/results/h200-2026-12-01-40082a8). Splitting each block's
-// keys over two or four warp groups, combined through shared memory, measured no faster than one
-// group (9.7-10.2 us against 9.75 on an H200; bench/results/h200-2026-12-01-attention-forms), so
-// every warp walks all keys of its rows. Where 128-row blocks still fill every SM, two row tiles a warp
-// make each K and V fragment serve two mma and halve the K/V traffic per row (at T = 1024 with
-// batch 2, 44 us against 52 on an H200).
+// latency-bound: on an H200, at 14 us in the earlier single-buffered kernel, one warp per
+// scheduler issued an instruction every 5.3 cycles. Splitting each block's keys over two or four
+// warp groups, combined through shared memory, measured no faster than one group (9.7-10.2 us
+// against 9.75 on an H200), so every warp walks all keys of its rows. Where 128-row blocks still
+// fill every SM, two row tiles a warp make each K and V fragment serve two mma and halve the K/V
+// traffic per row (at T = 1024 with batch 2, 44 us against 52 on an H200).
 // The row tiles never change a row's arithmetic (the same key tiles, the same order), so the
 // choice by shape (default_form) leaves every output bit as it is.
 //
