@@ -78,6 +78,4 @@ function(dit_add_benchmark)
   endif()
 endfunction()
 
-if(EXISTS "${CMAKE_CURRENT_LIST_DIR}/DitGates.cmake")
-  include(DitGates)
-endif()
+include(DitGates)

@@ -57,14 +57,12 @@ int run_init(const CommonOptions& options, const std::string& lane_name) {
                          {"config", fs::relative(config.path, context.root).generic_string()},
                          {"mutable_paths", config.mutable_paths},
                          {"locks", locks}};
-#ifdef DIT_AR_HAS_INDEX
   // Before the session exists, so a failing index leaves no half-made session behind.
   if (fs::is_directory(config.source_dir / config.knowledge_dir)) {
     rebuild_knowledge_index(config, progress);
   } else {
     progress << "  no handbook at " << config.knowledge_dir << ": knowledge index not built\n";
   }
-#endif
   context.state.store_session(session);
   progress << "dit-ar init: session " << session["tag"].get<std::string>() << " on " << *branch << " at "
            << short_id(head) << ", lane " << lane.name << "\n";

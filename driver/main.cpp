@@ -29,15 +29,9 @@ int main(int argc, char** argv) {
   add_summary_command(app, options);
   add_status_command(app, options);
   add_profile_command(app, options);
-#ifdef DIT_AR_HAS_SEARCH
   add_search_commands(app, options);
-#endif
-#ifdef DIT_AR_HAS_INDEX
   add_index_command(app, options);
-#endif
-#ifdef DIT_AR_HAS_REPORT
   add_report_command(app, options);
-#endif
 
   try {
     app.parse(argc, argv);

@@ -1,4 +1,4 @@
-// How dit-ar's subcommands are registered, including the ones written in other files.
+// How dit-ar's subcommands are registered.
 //
 // Contract for subcommand authors:
 // - A subcommand lives in driver/<name>_command.cpp and defines one registration function
@@ -9,13 +9,9 @@
 // - Every subcommand inherits --config PATH, --repo DIR and --json from CommonOptions; call
 //   `load_session_config(options)` (driver/common_options.h) to get the validated dit::ar::Config
 //   (config.state_dir is absolute).
-// - Optional files: driver/CMakeLists.txt compiles driver/search_command.cpp,
-//   driver/knowledge_index.cpp and driver/report_command.cpp (plus any driver/report*.cpp) only
-//   when they exist (knowledge_index.cpp into dit::ar_core, since init calls it; the others into
-//   dit-ar), and then defines DIT_AR_HAS_SEARCH, DIT_AR_HAS_INDEX and DIT_AR_HAS_REPORT
-//   respectively; main.cpp calls their registration functions only under those definitions.
-// - `dit-ar init` builds the knowledge index by calling rebuild_knowledge_index() when
-//   DIT_AR_HAS_INDEX is defined; knowledge_index.cpp must define it.
+// - `dit-ar init` builds the knowledge index by calling rebuild_knowledge_index()
+//   (knowledge_index.cpp, in dit::ar_core); search_command.cpp and the report*.cpp files are
+//   compiled into dit-ar.
 // - State a report can read (all under config.state_dir): results.tsv (header row, then one
 //   row per experiment; statuses KEEP, DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED;
 //   the baseline row is KEEP with classification "baseline"), best.json, session.json,
@@ -31,7 +27,6 @@
 
 namespace dit::ar {
 
-// Written in this folder by the driver.
 void add_doctor_command(CLI::App& app, CommonOptions& options);
 void add_init_command(CLI::App& app, CommonOptions& options);
 void add_baseline_command(CLI::App& app, CommonOptions& options);
@@ -39,8 +34,6 @@ void add_experiment_command(CLI::App& app, CommonOptions& options);
 void add_summary_command(CLI::App& app, CommonOptions& options);
 void add_status_command(CLI::App& app, CommonOptions& options);
 void add_profile_command(CLI::App& app, CommonOptions& options);
-
-// Written by others (see the contract above).
 void add_search_commands(CLI::App& app, CommonOptions& options);  // driver/search_command.cpp
 void add_index_command(CLI::App& app, CommonOptions& options);    // driver/knowledge_index.cpp
 void add_report_command(CLI::App& app, CommonOptions& options);   // driver/report_command.cpp
