@@ -1,0 +1,77 @@
+// The gated residual fused with the next LayerNorm + modulation (kernels/residual_layernorm.h; CUDA
+// only) against its reference, dit::cpu::gated_residual then dit::cpu::layernorm_modulate, in the
+// float4, scalar and re-read forms.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/kernels/harness.h"
+
+#if DIT_CUDA_CASES
+#include "kernels/gated_residual.h"
+#include "kernels/layernorm_modulate.h"
+#include "kernels/residual_layernorm.h"
+#endif
+
+namespace dit {
+namespace {
+
+using std::vector;
+using test::expect_close;
+
+#if DIT_CUDA_CASES
+
+using cuda::DeviceDtype;
+using test::DeviceTensor;
+
+struct LayerNormCase {
+  int B, T, D;
+  DeviceDtype dtype;
+  std::string name() const { return test::dims_name({{"b", B}, {"t", T}, {"d", D}}) + "_" + test::dtype_suffix(dtype); }
+};
+
+// --- gated residual fused with the next LayerNorm + modulation ----------------------------------
+
+class CudaResidualLayerNorm : public testing::TestWithParam<LayerNormCase> {};
+
+TEST_P(CudaResidualLayerNorm, matches_reference_composition) {
+  const LayerNormCase k = GetParam();
+  const uint64_t seed = test::fresh_seed();
+  const int stride = 6 * k.D;
+  vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.T * k.D, seed, 2.0f);
+  for (float& v : x) v += 3.0f;
+  const vector<float> y = test::round_to(test::random_normal(x.size(), seed + 1), k.dtype);
+  const vector<float> modulation = test::random_normal(static_cast<size_t>(k.B) * stride, seed + 2, 0.5f);
+  vector<float> ref_x = x, ref(x.size());
+  cpu::gated_residual(ref_x.data(), y.data(), modulation.data() + 2 * k.D, stride, k.B, k.T, k.D);
+  cpu::layernorm_modulate(ref_x.data(), modulation.data() + 3 * k.D, modulation.data() + 4 * k.D, stride, ref.data(),
+                          k.B, k.T, k.D, 1e-6f);
+  // the branch y in the output's dtype (as the engine stores it), its rounded values in the reference
+  DeviceTensor dx(x), dy(y, k.dtype), dmod(modulation), dout(x.size(), k.dtype);
+  dout.poison();
+  cuda::residual_layernorm_modulate(dx.f32(), dy.data(), k.dtype, dmod.f32() + 2 * k.D, stride, dmod.f32() + 3 * k.D,
+                                    dmod.f32() + 4 * k.D, stride, dout.data(), k.dtype, k.B, k.T, k.D, 1e-6f, nullptr);
+  size_t unwritten = 0;
+  const vector<float> out = dout.download(&unwritten);
+  expect_close("residual_layernorm/" + k.name() + "/out", out, unwritten, test::to_double(ref),
+               test::output_bound(k.dtype), seed);
+  expect_close("residual_layernorm/" + k.name() + "/x", dx.download(), 0, test::to_double(ref_x),
+               test::kElementwiseF32Bound, seed);
+}
+
+INSTANTIATE_TEST_SUITE_P(residual_layernorm, CudaResidualLayerNorm,
+                         testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
+                                         LayerNormCase{2, 256, 1152, DeviceDtype::f16},
+                                         LayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
+                                         LayerNormCase{2, 9, 64, DeviceDtype::f16},      // float4, 2 warps idle
+                                         LayerNormCase{2, 13, 1000, DeviceDtype::bf16},  // float4, partial warps
+                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},      // scalar block form
+                                         LayerNormCase{1, 6, 1150, DeviceDtype::f32},    // scalar, D % 4 != 0
+                                         LayerNormCase{2, 5, 1500, DeviceDtype::f16}),   // re-read form
+                         [](const auto& info) { return info.param.name(); });
+
+#endif  // DIT_CUDA_CASES
+
+}  // namespace
+}  // namespace dit

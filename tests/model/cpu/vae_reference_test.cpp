@@ -1,0 +1,166 @@
+// The CPU reference VAE decoder against the vae_tiny vectors, the LDM key layout, the config
+// parser and the loader's errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "core/safetensors.h"
+#include "model/vae.h"
+#include "model/vae_layout.h"
+#include "tests/support/scratch_directory.h"
+#include "tests/support/test_support.h"
+
+namespace dit {
+namespace {
+
+constexpr double kCpuBound = 1e-5;
+
+struct TinyVectors {
+  VaeConfig config;
+  VaeWeights weights;
+  Tensor z;
+  std::vector<double> expected;
+};
+
+TinyVectors load_tiny() {
+  const SafetensorsFile vectors = SafetensorsFile::open(test::data_path("vae_tiny.vectors.safetensors"));
+  TinyVectors t;
+  t.config = vae_config_from_json(vectors.metadata().at("config"));
+  t.weights = VaeWeights::load(test::data_path("vae_tiny.weights.safetensors"), t.config);
+  t.z = vectors.to_float("decode.z");
+  t.expected = vectors.to_double("decode.out");
+  return t;
+}
+
+TEST(VaeConfig, TinyVectorsConfigParses) {
+  const TinyVectors t = load_tiny();
+  EXPECT_EQ(t.config.block_out_channels, (std::vector<int>{32, 64}));
+  EXPECT_EQ(t.config.layers_per_block, 1);
+  EXPECT_EQ(t.config.norm_num_groups, 8);
+  EXPECT_EQ(t.config.latent_channels, 4);
+  EXPECT_EQ(vae::decoder_layout(t.config).upscale(), 2);
+  EXPECT_EQ(vae::decoder_layout(sd_vae_config()).upscale(), 8);
+  EXPECT_EQ(vae::decoder_layout(tiny_vae_config()).upscale(), 8);
+}
+
+TEST(VaeConfig, RejectsInconsistentFields) {
+  EXPECT_THROW(vae_config_from_json("{\"layers_per_block\": 1}"), Error);
+  EXPECT_THROW(vae_config_from_json("{\"block_out_channels\": [30], \"layers_per_block\": 1, \"norm_num_groups\": 8}"),
+               Error);
+  EXPECT_THROW(vae_config_from_json("{\"block_out_channels\": \"x\", \"layers_per_block\": 1}"), Error);
+  EXPECT_THROW(vae_config_from_json("not json"), Error);
+}
+
+TEST(VaeConfig, SdDecoderHasTheRealParameterCount) {
+  int64_t parameters = 0;
+  for (const auto& [name, shape] : vae::parameter_shapes(sd_vae_config())) parameters += Tensor::count(shape);
+  // The sd-vae-ft-mse decoder plus post_quant_conv: 49,490,199 parameters.
+  EXPECT_EQ(parameters, 49490199);
+}
+
+TEST(VaeCpu, MatchesTinyVectors) {
+  const TinyVectors t = load_tiny();
+  auto decoder = make_vae_decoder(Backend::cpu, t.config, t.weights);
+  const Tensor out = decoder->decode(t.z);
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{2, 3, 8, 8}));
+  const auto c = test::compare(out.data, t.expected);
+  EXPECT_LT(c.relative_error, kCpuBound) << c.describe(out.data, t.expected);
+}
+
+TEST(VaeCpu, RejectsBadLatentShapeAndPrecision) {
+  const TinyVectors t = load_tiny();
+  auto decoder = make_vae_decoder(Backend::cpu, t.config, t.weights);
+  EXPECT_THROW(decoder->decode(Tensor({1, 3, 4, 4})), Error);
+  EXPECT_THROW(decoder->decode(Tensor({1, 4, 4, 5})), Error);
+  EXPECT_THROW(make_vae_decoder(Backend::cpu, t.config, t.weights, Precision::fp16), Error);
+}
+
+// The same weights stored under the original LDM (CompVis) names decode identically.
+TEST(VaeWeights, LdmNamesLoadToTheSameDecoder) {
+  const TinyVectors t = load_tiny();
+  std::map<std::string, Tensor> ldm;
+  for (const auto& [name, tensor] : t.weights.tensors) {
+    Tensor stored = tensor;
+    if (name.find("attentions.0.to_") != std::string::npos && stored.shape.size() == 2)
+      stored.shape = {stored.shape[0], stored.shape[1], 1, 1};
+    ldm.emplace(vae::ldm_name(name, t.config), std::move(stored));
+  }
+  // Spot-check the mapping against names of the original checkpoint layout.
+  EXPECT_TRUE(ldm.count("decoder.mid.attn_1.proj_out.weight"));
+  EXPECT_TRUE(ldm.count("decoder.up.0.block.0.nin_shortcut.weight"));  // diffusers up_blocks.1
+  EXPECT_TRUE(ldm.count("decoder.up.1.upsample.conv.weight"));         // diffusers up_blocks.0
+  EXPECT_TRUE(ldm.count("decoder.norm_out.weight"));
+  EXPECT_TRUE(ldm.count("decoder.mid.block_2.conv2.bias"));
+  // An encoder half, as a full LDM checkpoint has, is ignored.
+  ldm.emplace("encoder.conv_in.weight", Tensor({2, 2}, 1.0f));
+
+  test::ScratchDirectory dir;
+  write_safetensors(dir.file("ldm.safetensors"), ldm);
+  const VaeWeights loaded = VaeWeights::load(dir.file("ldm.safetensors"), t.config);
+  ASSERT_EQ(loaded.tensors.size(), t.weights.tensors.size());
+  for (const auto& [name, tensor] : t.weights.tensors) {
+    EXPECT_EQ(loaded.at(name).shape, tensor.shape) << name;
+    EXPECT_EQ(loaded.at(name).data, tensor.data) << name;
+  }
+  const Tensor expected = make_vae_decoder(Backend::cpu, t.config, t.weights)->decode(t.z);
+  const Tensor out = make_vae_decoder(Backend::cpu, t.config, loaded)->decode(t.z);
+  EXPECT_EQ(out.data, expected.data);
+}
+
+TEST(VaeWeights, LoaderNamesWhatIsWrong) {
+  const TinyVectors t = load_tiny();
+  test::ScratchDirectory dir;
+  auto expect_error = [&](std::map<std::string, Tensor> tensors, const std::string& needle) {
+    write_safetensors(dir.file("bad.safetensors"), tensors);
+    try {
+      VaeWeights::load(dir.file("bad.safetensors"), t.config);
+      ADD_FAILURE() << "no error; expected one naming " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto missing = t.weights.tensors;
+  missing.erase("decoder.conv_out.bias");
+  expect_error(missing, "decoder.conv_out.bias");
+  auto reshaped = t.weights.tensors;
+  reshaped["decoder.conv_in.weight"].shape = {64, 4, 9};
+  expect_error(reshaped, "decoder.conv_in.weight");
+  auto extra = t.weights.tensors;
+  extra.emplace("decoder.up_blocks.2.resnets.0.conv1.bias", Tensor({32}));
+  expect_error(extra, "decoder.up_blocks.2.resnets.0.conv1.bias");
+  expect_error({{"model.foo", Tensor({1})}}, "not a VAE decoder checkpoint");
+  // The sd config against the tiny file: shapes differ.
+  EXPECT_THROW(VaeWeights::load(test::data_path("vae_tiny.weights.safetensors"), sd_vae_config()), Error);
+}
+
+TEST(VaeWeights, RandomIsSeededAndComplete) {
+  const VaeConfig config = tiny_vae_config();
+  const VaeWeights a = VaeWeights::random(config, 7), b = VaeWeights::random(config, 7),
+                   c = VaeWeights::random(config, 8);
+  EXPECT_EQ(a.tensors.size(), vae::parameter_shapes(config).size());
+  for (const auto& [name, tensor] : a.tensors) {
+    EXPECT_EQ(tensor.data, b.at(name).data) << name;
+    EXPECT_NE(tensor.data, c.at(name).data) << name;
+  }
+  // Random weights give a decoder whose output is finite, not constant, and of unit scale.
+  auto decoder = make_vae_decoder(Backend::cpu, config, a);
+  const Tensor z(std::vector<int64_t>{1, 4, 4, 4});
+  Tensor latent = z;
+  latent.data = test::random_normal(latent.data.size(), 3);
+  const Tensor out = decoder->decode(latent);
+  ASSERT_EQ(out.shape, (std::vector<int64_t>{1, 3, 32, 32}));
+  double sum2 = 0;
+  for (float v : out.data) {
+    ASSERT_TRUE(std::isfinite(v));
+    sum2 += double(v) * v;
+  }
+  const double rms = std::sqrt(sum2 / out.data.size());
+  EXPECT_GT(rms, 0.05);
+  EXPECT_LT(rms, 20.0);
+}
+
+}  // namespace
+}  // namespace dit
