@@ -53,8 +53,7 @@ namespace fs = std::filesystem;
 // constructed first (statics are destroyed in reverse order of construction).
 class ScratchDirectory {
  public:
-  ScratchDirectory()
-      : path_(fs::temp_directory_path() / ("dit-bench-cold-start-" + std::to_string(getpid()))) {
+  ScratchDirectory() : path_(fs::temp_directory_path() / ("dit-bench-cold-start-" + std::to_string(getpid()))) {
     fs::create_directories(path_);
   }
   ~ScratchDirectory() {
@@ -78,11 +77,27 @@ const fs::path& scratch_root() {
 double spawn_sample(const fs::path& cache, uint64_t seed) {
   const fs::path out = scratch_root() / "out";
   const fs::path log = scratch_root() / "dit-sample.log";
-  std::vector<std::string> arguments = {sample_option.value(), "--backend", "cuda", "--model", model_option.value(),
-                                        "--precision", precision_option.value(), "--image-size", "256",
-                                        "--class", "207", "--seed", std::to_string(seed),
-                                        "--steps", steps_option.value(), "--cfg-scale", "4",
-                                        "--vae", vae_option.value(), "--out", out.string()};
+  std::vector<std::string> arguments = {sample_option.value(),
+                                        "--backend",
+                                        "cuda",
+                                        "--model",
+                                        model_option.value(),
+                                        "--precision",
+                                        precision_option.value(),
+                                        "--image-size",
+                                        "256",
+                                        "--class",
+                                        "207",
+                                        "--seed",
+                                        std::to_string(seed),
+                                        "--steps",
+                                        steps_option.value(),
+                                        "--cfg-scale",
+                                        "4",
+                                        "--vae",
+                                        vae_option.value(),
+                                        "--out",
+                                        out.string()};
   if (weights_option.given()) {
     arguments.insert(arguments.end(), {"--weights", weights_option.value()});
   } else {
@@ -124,8 +139,8 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
     const std::string how = WIFEXITED(status)     ? "exit code " + std::to_string(WEXITSTATUS(status))
                             : WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
                                                   : "wait status " + std::to_string(status);
-    throw std::runtime_error(arguments[0] + " failed (" + how + "): " +
-                             all.substr(all.size() > 600 ? all.size() - 600 : 0));
+    throw std::runtime_error(arguments[0] + " failed (" + how +
+                             "): " + all.substr(all.size() > 600 ? all.size() - 600 : 0));
   }
   return seconds;
 }
@@ -168,9 +183,14 @@ void BM_ColdStart(benchmark::State& state, bool warm_cache) {
 
 const bool registered = [] {
   benchmark::RegisterBenchmark("BM_ColdStart/jit_cache:cold", BM_ColdStart, false)
-      ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->Iterations(1)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_ColdStart/jit_cache:warm", BM_ColdStart, true)
-      ->Iterations(1)->Repetitions(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+      ->Iterations(1)
+      ->Repetitions(2)
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond);
   return true;
 }();
 

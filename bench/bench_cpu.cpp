@@ -70,8 +70,7 @@ void BM_CpuForwardWithCfg(benchmark::State& state) {
       inputs.y[images + i] = model.config().null_class();
     }
     dit::Tensor out;
-    const double seconds = wall_seconds(
-        [&] { out = model.forward_with_cfg(inputs.x, inputs.t, inputs.y, 4.0f); });
+    const double seconds = wall_seconds([&] { out = model.forward_with_cfg(inputs.x, inputs.t, inputs.y, 4.0f); });
     benchmark::DoNotOptimize(out.data.data());
     state.SetIterationTime(seconds);
     rates.add(seconds);

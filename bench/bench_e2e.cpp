@@ -80,8 +80,8 @@ const Setup& setup() {
     if (case_option.given()) {
       s.reference_case = corpus.at(case_option.value());
     } else {
-      const auto first = std::find_if(corpus.cases.begin(), corpus.cases.end(),
-                                      [](const auto& c) { return c.image_size == 256; });
+      const auto first =
+          std::find_if(corpus.cases.begin(), corpus.cases.end(), [](const auto& c) { return c.image_size == 256; });
       if (first == corpus.cases.end()) {
         throw dit::Error(dit::ErrorKind::invalid_file, corpus.path + " has no case at image size 256");
       }
@@ -167,8 +167,7 @@ Prepared& prepare(Work work, int image_size, int images) {
   const dit::SampleRequest shown = request_for(1, 0);
   char settings[160];
   std::snprintf(settings, sizeof settings, "precision=%s sampler=%s steps=%d cfg=%g",
-                dit::precision_name(model.precision()), dit::sampler_name(shown.sampler), shown.steps,
-                shown.cfg_scale);
+                dit::precision_name(model.precision()), dit::sampler_name(shown.sampler), shown.steps, shown.cfg_scale);
   p.settings = settings;
   return prepared.emplace(key, std::move(p)).first->second;
 }
@@ -242,12 +241,25 @@ void BM_E2E_SampleLatents(benchmark::State& state) { run_e2e(state, Work::latent
 
 // The objective of the a5500-e2e-256 lane (config/autoresearch.json): its name must stay
 // exactly BM_E2E_Image/256, so it carries no fixed iterations or repetitions.
-BENCHMARK(BM_E2E_Image)->Arg(256)->UseManualTime()->Unit(benchmark::kMillisecond)->Apply(
-    [](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
+BENCHMARK(BM_E2E_Image)
+    ->Arg(256)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
 BENCHMARK(BM_E2E_Image)->Arg(512)->Iterations(1)->Repetitions(2)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_E2E_Batch)->ArgNames({"image", "images"})->Args({256, 8})->Iterations(1)->Repetitions(1)
-    ->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_E2E_SampleLatents)->Arg(256)->Iterations(1)->Repetitions(3)->UseManualTime()
-    ->Unit(benchmark::kMillisecond)->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
+BENCHMARK(BM_E2E_Batch)
+    ->ArgNames({"image", "images"})
+    ->Args({256, 8})
+    ->Iterations(1)
+    ->Repetitions(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_E2E_SampleLatents)
+    ->Arg(256)
+    ->Iterations(1)
+    ->Repetitions(3)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
 
 }  // namespace

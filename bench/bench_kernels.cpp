@@ -103,9 +103,13 @@ struct Buffers {
   std::vector<std::vector<std::unique_ptr<DeviceBuffer>>> inputs;
   std::vector<std::unique_ptr<DeviceBuffer>> outputs;
   template <typename T = void>
-  T* in(int set, size_t i) const { return static_cast<T*>(inputs[set][i]->get()); }
+  T* in(int set, size_t i) const {
+    return static_cast<T*>(inputs[set][i]->get());
+  }
   template <typename T = void>
-  T* out(size_t i) const { return static_cast<T*>(outputs[i]->get()); }
+  T* out(size_t i) const {
+    return static_cast<T*>(outputs[i]->get());
+  }
 };
 
 using Launch = std::function<void(const Buffers&, int set, cudaStream_t)>;
@@ -132,7 +136,8 @@ void run_kernel(benchmark::State& state, const KernelCase& c) {
     uint64_t seed = 1;
     for (int set = 0; set < kRotation; ++set) {
       buffers.inputs.emplace_back();
-      for (const BufferSpec& spec : c.inputs) buffers.inputs.back().push_back(std::make_unique<DeviceBuffer>(spec, seed++));
+      for (const BufferSpec& spec : c.inputs)
+        buffers.inputs.back().push_back(std::make_unique<DeviceBuffer>(spec, seed++));
     }
     for (const BufferSpec& spec : c.outputs) buffers.outputs.push_back(std::make_unique<DeviceBuffer>(spec, seed++));
     dit::bench::L2Flusher flusher;
@@ -168,7 +173,9 @@ void add(const std::string& name, KernelCase c) {
 
 const DeviceDtype f32 = DeviceDtype::f32;
 
-const char* suffix(DeviceDtype dtype) { return dtype == DeviceDtype::f16 ? "fp16" : dtype == DeviceDtype::bf16 ? "bf16" : "fp32"; }
+const char* suffix(DeviceDtype dtype) {
+  return dtype == DeviceDtype::f16 ? "fp16" : dtype == DeviceDtype::bf16 ? "bf16" : "fp32";
+}
 
 // One GemmRunner for every GEMM case, made on first use and never destroyed: destroying a
 // cuBLASLt handle from a static destructor would race the CUDA runtime's own teardown.
@@ -184,7 +191,8 @@ dit::cuda::GemmRunner& gemm_runner() {
 void add_gemm(const std::string& layer, int M, int N, int K, DeviceDtype dtype, dit::cuda::GemmEpilogue epilogue,
               DeviceDtype output) {
   KernelCase c;
-  c.inputs = {{static_cast<size_t>(M) * K, dtype}, {static_cast<size_t>(N) * K, dtype}, {static_cast<size_t>(N), output}};
+  c.inputs = {
+      {static_cast<size_t>(M) * K, dtype}, {static_cast<size_t>(N) * K, dtype}, {static_cast<size_t>(N), output}};
   c.outputs = {{static_cast<size_t>(M) * N, output}};
   c.flops = 2.0 * M * N * K;
   c.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
@@ -245,8 +253,8 @@ void add_transformer_kernels(int image_size, DeviceDtype dtype) {
   residual_norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
     const float* modulation = b.in<float>(set, 2);
     dit::cuda::residual_layernorm_modulate(b.in<float>(set, 0), b.in(set, 1), dtype, modulation + 2 * kHidden,
-                                           6 * kHidden, modulation + 3 * kHidden, modulation + 4 * kHidden,
-                                           6 * kHidden, b.out(0), dtype, kBatch, T, kHidden, 1e-6f, stream);
+                                           6 * kHidden, modulation + 3 * kHidden, modulation + 4 * kHidden, 6 * kHidden,
+                                           b.out(0), dtype, kBatch, T, kHidden, 1e-6f, stream);
   };
   add("residual_layernorm_modulate" + typed, std::move(residual_norm));
 
@@ -279,10 +287,9 @@ void add_transformer_kernels(int image_size, DeviceDtype dtype) {
   patch_norm.flops = 2.0 * tokens * kHidden * kChannels * kPatch * kPatch;
   patch_norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
     const float* modulation = b.in<float>(set, 4);
-    dit::cuda::patch_embed_layernorm_modulate(b.in<float>(set, 0), b.in<float>(set, 1), b.in<float>(set, 2),
-                                              b.in<float>(set, 3), b.out<float>(0), modulation, modulation + kHidden,
-                                              6 * kHidden, b.out(1), dtype, kBatch, kChannels, S, kPatch, kHidden,
-                                              1e-6f, stream);
+    dit::cuda::patch_embed_layernorm_modulate(
+        b.in<float>(set, 0), b.in<float>(set, 1), b.in<float>(set, 2), b.in<float>(set, 3), b.out<float>(0), modulation,
+        modulation + kHidden, 6 * kHidden, b.out(1), dtype, kBatch, kChannels, S, kPatch, kHidden, 1e-6f, stream);
   };
   add("patch_embed_layernorm" + typed, std::move(patch_norm));
 
@@ -352,7 +359,8 @@ void add_float_kernels(int image_size) {
   add("ddpm_step/b" + std::to_string(kBatch) + "_hw" + std::to_string(HW) + "_fp32", std::move(step));
 
   KernelCase noise;
-  noise.inputs = {{static_cast<size_t>(kBatch), f32, Fill::timesteps}, {static_cast<size_t>(kBatch), f32, Fill::labels}};
+  noise.inputs = {{static_cast<size_t>(kBatch), f32, Fill::timesteps},
+                  {static_cast<size_t>(kBatch), f32, Fill::labels}};
   noise.outputs = {{static_cast<size_t>(kBatch) * kChannels * HW, f32}};
   noise.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
     // Any 64-bit seeds and 32-bit streams do: the rotated int64 buffers serve as both.
@@ -388,19 +396,23 @@ void add_conditioning_kernels() {
                   {static_cast<size_t>(kBatch), f32, Fill::labels}};
   label.outputs = {{static_cast<size_t>(kBatch) * kHidden, f32}};
   label.launch = [](const Buffers& b, int set, cudaStream_t stream) {
-    dit::cuda::class_embed_add(b.in<float>(set, 0), b.in<float>(set, 1), b.in<int64_t>(set, 2), b.out<float>(0),
-                               kBatch, kHidden, 1001, nullptr, stream);
+    dit::cuda::class_embed_add(b.in<float>(set, 0), b.in<float>(set, 1), b.in<int64_t>(set, 2), b.out<float>(0), kBatch,
+                               kHidden, 1001, nullptr, stream);
   };
   add("class_embed_add/b2_d1152_fp32", std::move(label));
 }
 
 // The VAE decoder's own kernels at the shapes of a 256 image (and the largest ones of 512).
 void add_vae_kernels(DeviceDtype dtype) {
-  struct NormShape { int64_t pixels; int channels; };
+  struct NormShape {
+    int64_t pixels;
+    int channels;
+  };
   for (const NormShape& s : {NormShape{32 * 32, 512}, NormShape{256 * 256, 128}, NormShape{512 * 512, 128}}) {
     KernelCase norm;
     const size_t elements = static_cast<size_t>(s.pixels) * s.channels;
-    norm.inputs = {{elements, dtype}, {static_cast<size_t>(s.channels), f32, Fill::positive},
+    norm.inputs = {{elements, dtype},
+                   {static_cast<size_t>(s.channels), f32, Fill::positive},
                    {static_cast<size_t>(s.channels), f32}};
     norm.outputs = {{elements, dtype}, {dit::cuda::group_norm_workspace_floats(1, s.pixels, 32), f32}};
     norm.launch = [=](const Buffers& b, int set, cudaStream_t stream) {
@@ -410,7 +422,9 @@ void add_vae_kernels(DeviceDtype dtype) {
     add("group_norm_silu/p" + std::to_string(s.pixels) + "_c" + std::to_string(s.channels) + "_g32_" + suffix(dtype),
         std::move(norm));
   }
-  struct UpShape { int size, channels; };
+  struct UpShape {
+    int size, channels;
+  };
   for (const UpShape& s : {UpShape{32, 512}, UpShape{128, 256}}) {
     KernelCase up;
     const size_t elements = static_cast<size_t>(s.size) * s.size * s.channels;
@@ -442,7 +456,9 @@ void add_vae_kernels(DeviceDtype dtype) {
 // Every flash attention form on the transformer's shapes (batch 2 and 64 at 256, batch 2 at 512):
 // the measurements behind attention_flash_default_form.
 void add_attention_forms() {
-  struct Shape { int batch, T; };
+  struct Shape {
+    int batch, T;
+  };
   for (const Shape& shape : {Shape{2, 256}, Shape{64, 256}, Shape{2, 1024}})
     for (const dit::cuda::FlashForm form : dit::cuda::attention_flash_forms()) {
       KernelCase c;

@@ -67,8 +67,8 @@ std::map<ConvShape, int> decode_shapes(int S) {
 }
 
 const char* algorithm_label(cudnnConvolutionFwdAlgo_t a) {
-  static const char* names[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
-                                "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* names[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+                                "WINOGRAD",      "WINOGRAD_NONFUSED"};
   return a >= 0 && a < 8 ? names[a] : "unknown";
 }
 const char* math_label(cudnnMathType_t m) {
@@ -124,8 +124,9 @@ int main(int argc, char** argv) {
           DeviceBuffer in(pixels * shape.in_channels * element), out(pixels * shape.out_channels * element);
           DeviceBuffer weight(size_t(shape.out_channels) * shape.kernel * shape.kernel * shape.in_channels * element);
           DIT_CUDA_CHECK(cudaMemset(in.get(), 0x11, pixels * shape.in_channels * element));
-          DIT_CUDA_CHECK(cudaMemset(weight.get(), 0x11,
-                                    size_t(shape.out_channels) * shape.kernel * shape.kernel * shape.in_channels * element));
+          DIT_CUDA_CHECK(
+              cudaMemset(weight.get(), 0x11,
+                         size_t(shape.out_channels) * shape.kernel * shape.kernel * shape.in_channels * element));
           // The engine's choice, timed as it runs.
           dit::cuda::CudnnConv engine(handle, shape, precision);
           std::vector<float> times;
@@ -157,15 +158,15 @@ int main(int argc, char** argv) {
           DIT_CUDNN_CHECK(cudnnSetFilter4dDescriptor(filter, type, CUDNN_TENSOR_NHWC, shape.out_channels,
                                                      shape.in_channels, shape.kernel, shape.kernel));
           const int pad = shape.kernel / 2;
-          DIT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                          CUDNN_DATA_FLOAT));
+          DIT_CUDNN_CHECK(
+              cudnnSetConvolution2dDescriptor(conv, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
           DIT_CUDNN_CHECK(cudnnSetConvolutionMathType(
               conv, precision == dit::Precision::fp32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH));
           std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT * 2);
           int returned = 0;
-          DIT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(
-              handle, in_desc, in.get(), filter, weight.get(), conv, out_desc, out.get(), static_cast<int>(perf.size()), &returned,
-              perf.data(), workspace.get(), kWorkspace));
+          DIT_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(handle, in_desc, in.get(), filter, weight.get(), conv,
+                                                                 out_desc, out.get(), static_cast<int>(perf.size()),
+                                                                 &returned, perf.data(), workspace.get(), kWorkspace));
           nlohmann::json rows = nlohmann::json::array();
           double fastest_det = -1, fastest_any = -1;
           std::string fastest_name = "none";
@@ -174,8 +175,11 @@ int main(int argc, char** argv) {
             if (p.status != CUDNN_STATUS_SUCCESS) continue;
             const bool det = p.determinism == CUDNN_DETERMINISTIC;
             const double us = p.time * 1000.0;
-            rows.push_back({{"algorithm", algorithm_label(p.algo)}, {"math", math_label(p.mathType)},
-                            {"deterministic", det}, {"workspace", p.memory}, {"us", us}});
+            rows.push_back({{"algorithm", algorithm_label(p.algo)},
+                            {"math", math_label(p.mathType)},
+                            {"deterministic", det},
+                            {"workspace", p.memory},
+                            {"us", us}});
             if (fastest_any < 0 || us < fastest_any) fastest_any = us;
             if (det && (fastest_det < 0 || us < fastest_det)) {
               fastest_det = us;
@@ -192,10 +196,16 @@ int main(int argc, char** argv) {
                       shape.in_channels, shape.out_channels, shape.kernel, shape.H, count,
                       engine.algorithm_name().c_str(), engine_us, fastest_name.c_str(), fastest_det, fastest_any);
           std::fflush(stdout);
-          document["shapes"].push_back({{"precision", precision_text}, {"image", image}, {"in", shape.in_channels},
-                                        {"out", shape.out_channels}, {"kernel", shape.kernel}, {"size", shape.H},
-                                        {"count", count}, {"engine_algorithm", engine.algorithm_name()},
-                                        {"engine_us", engine_us}, {"candidates", rows}});
+          document["shapes"].push_back({{"precision", precision_text},
+                                        {"image", image},
+                                        {"in", shape.in_channels},
+                                        {"out", shape.out_channels},
+                                        {"kernel", shape.kernel},
+                                        {"size", shape.H},
+                                        {"count", count},
+                                        {"engine_algorithm", engine.algorithm_name()},
+                                        {"engine_us", engine_us},
+                                        {"candidates", rows}});
         }
         std::printf("%-5s %5d  convolutions of one decode: engine %.2f ms, fastest deterministic per shape %.2f ms\n",
                     precision_text.c_str(), image, engine_total / 1000, fastest_total / 1000);

@@ -127,8 +127,10 @@ void set_callback(NvtxGetExportTableFunc_t get_table, NvtxCallbackModule module,
 
 // Called by NVTX at its first use, through dit_profile_nvtx_hook.cpp.
 extern "C" int dit_profile_initialize_injection(NvtxGetExportTableFunc_t get_table) {
-  set_callback(get_table, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushA, reinterpret_cast<NvtxFunctionPointer>(push_a));
-  set_callback(get_table, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushEx, reinterpret_cast<NvtxFunctionPointer>(push_ex));
+  set_callback(get_table, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushA,
+               reinterpret_cast<NvtxFunctionPointer>(push_a));
+  set_callback(get_table, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePushEx,
+               reinterpret_cast<NvtxFunctionPointer>(push_ex));
   set_callback(get_table, NVTX_CB_MODULE_CORE, NVTX_CBID_CORE_RangePop, reinterpret_cast<NvtxFunctionPointer>(pop));
   set_callback(get_table, NVTX_CB_MODULE_CORE2, NVTX_CBID_CORE2_DomainRangePushEx,
                reinterpret_cast<NvtxFunctionPointer>(domain_push_ex));
@@ -218,8 +220,7 @@ int run(const Options& options) {
   const auto gpu_set =
       std::find_if(sets.begin(), sets.end(), [&](const auto& s) { return s.name == options.gate_set; });
   if (gpu_set == sets.end())
-    throw dit::Error(dit::ErrorKind::invalid_file,
-                     "no \"" + options.gate_set + "\" set in " DIT_QUALITY_GATE_SETS);
+    throw dit::Error(dit::ErrorKind::invalid_file, "no \"" + options.gate_set + "\" set in " DIT_QUALITY_GATE_SETS);
   const dit::quality::Corpus corpus = dit::quality::load_corpus(gpu_set->corpus);
   const dit::quality::Case c = options.case_id.empty() ? corpus.cases.at(0) : corpus.at(options.case_id);
 
@@ -237,8 +238,9 @@ int run(const Options& options) {
 
   std::printf("dit_profile: case %s (%s %d, %s %d steps, cfg %g), %s %s on %s\n", c.id.c_str(), c.model.c_str(),
               c.image_size, c.sampler.c_str(), request.steps, request.cfg_scale, gpu_set->backend.c_str(),
-              dit::precision_name(choice.precision),
-              std::find_if(context.begin(), context.end(), [](const auto& kv) { return kv.first == "gpu_name"; })->second.c_str());
+              dit::precision_name(choice.precision), std::find_if(context.begin(), context.end(), [](const auto& kv) {
+                                                       return kv.first == "gpu_name";
+                                                     })->second.c_str());
   auto start = std::chrono::steady_clock::now();
   auto models = std::make_unique<dit::bench::ModelCache>(choice);
   dit::DitModel* model = &models->get(c.image_size);
@@ -272,15 +274,17 @@ int run(const Options& options) {
   if (!r.error.empty()) throw dit::Error(dit::ErrorKind::device, "inside an NVTX callback: " + r.error);
   const std::vector<Phase> phases = collect_phases();
 
-  std::printf("load %.0f ms; one image %.1f ms as configured (unperturbed), %.1f ms profiled (CUDA Graphs off, a "
-              "device synchronisation at each of %zu range boundaries)\n",
-              load_ms, unperturbed_ms, profiled_ms, 2 * r.closed.size());
+  std::printf(
+      "load %.0f ms; one image %.1f ms as configured (unperturbed), %.1f ms profiled (CUDA Graphs off, a "
+      "device synchronisation at each of %zu range boundaries)\n",
+      load_ms, unperturbed_ms, profiled_ms, 2 * r.closed.size());
   if (!r.injected) {
     std::printf("no phase table: another tool (ncu, nsys) holds the NVTX injection\n");
   } else {
     const double root_ms = phases.empty() ? 0.0 : phases.front().total_ms;
-    std::printf("\n| phase (nesting path) | calls | total ms | self ms | mean ms | %% of image |\n"
-                "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    std::printf(
+        "\n| phase (nesting path) | calls | total ms | self ms | mean ms | %% of image |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: |\n");
     for (const Phase& p : phases) {
       std::printf("| %s | %d | %.2f | %.2f | %.4f | %.1f |\n", p.path.c_str(), p.calls, p.total_ms, p.self_ms,
                   p.total_ms / p.calls, root_ms > 0 ? 100.0 * p.total_ms / root_ms : 0.0);
@@ -289,8 +293,13 @@ int run(const Options& options) {
 
   nlohmann::json json;
   for (const auto& [key, value] : context) json["context"][key] = value;
-  json["case"] = {{"id", c.id}, {"model", c.model}, {"image_size", c.image_size}, {"sampler", c.sampler},
-                  {"steps", request.steps}, {"cfg_scale", c.cfg_scale}, {"precision", dit::precision_name(choice.precision)},
+  json["case"] = {{"id", c.id},
+                  {"model", c.model},
+                  {"image_size", c.image_size},
+                  {"sampler", c.sampler},
+                  {"steps", request.steps},
+                  {"cfg_scale", c.cfg_scale},
+                  {"precision", dit::precision_name(choice.precision)},
                   {"backend", gpu_set->backend}};
   json["load_ms"] = load_ms;
   json["image_ms_unperturbed"] = unperturbed_ms;

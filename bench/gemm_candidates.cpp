@@ -90,8 +90,8 @@ nlohmann::json describe(const cublasLtMatmulAlgo_t& algo) { return dit::cuda::al
 constexpr size_t kWorkspaceBytes = 32u << 20;  // the engine's GemmRunner::kWorkspaceBytes
 constexpr size_t kFlushBytes = 256u << 20;
 
-nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, int runs, void* workspace,
-                     void* flush, cudaStream_t stream) {
+nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, int runs, void* workspace, void* flush,
+                     cudaStream_t stream) {
   const int batch_rows = c.M / c.batches;
   DeviceBuffer in(size_t(c.M) * c.K * type_bytes(c.operands)), weight(size_t(c.N) * c.K * type_bytes(c.operands));
   DeviceBuffer out(size_t(c.M) * c.N * type_bytes(c.output)), bias(size_t(c.batches) * c.N * type_bytes(c.output));
@@ -119,8 +119,8 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
     auto batch = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
       DIT_CUBLAS_CHECK(
           cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &c.batches, sizeof c.batches));
-      DIT_CUBLAS_CHECK(
-          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride));
+      DIT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                        sizeof stride));
     };
     batch(w_layout, 0);  // one weight for every batch entry
     batch(in_layout, int64_t{batch_rows} * c.K);
@@ -143,11 +143,10 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
                                                         &workspace_bytes, sizeof workspace_bytes));
   std::vector<cublasLtMatmulHeuristicResult_t> results(candidates);
   int returned = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, w_layout, in_layout, out_layout,
-                                                               out_layout, preference, candidates, results.data(),
-                                                               &returned);
-  nlohmann::json entry{{"layer", c.layer}, {"M", c.M}, {"N", c.N}, {"K", c.K}, {"batches", c.batches},
-                       {"config", c.label}};
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle, desc, w_layout, in_layout, out_layout, out_layout, preference, candidates, results.data(), &returned);
+  nlohmann::json entry{{"layer", c.layer},     {"M", c.M},         {"N", c.N}, {"K", c.K},
+                       {"batches", c.batches}, {"config", c.label}};
   cudaEvent_t start = nullptr, stop = nullptr;
   DIT_CUDA_CHECK(cudaEventCreate(&start));
   DIT_CUDA_CHECK(cudaEventCreate(&stop));
@@ -157,8 +156,8 @@ nlohmann::json probe(cublasLtHandle_t handle, const Config& c, int candidates, i
   for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < returned; ++i) {
     const cublasLtMatmulAlgo_t& algo = results[i].algo;
     auto call = [&] {
-      return cublasLtMatmul(handle, desc, alpha_pointer, weight.get(), w_layout, in.get(), in_layout, &beta, out.get(), out_layout,
-                            out.get(), out_layout, &algo, workspace, kWorkspaceBytes, stream);
+      return cublasLtMatmul(handle, desc, alpha_pointer, weight.get(), w_layout, in.get(), in_layout, &beta, out.get(),
+                            out_layout, out.get(), out_layout, &algo, workspace, kWorkspaceBytes, stream);
     };
     nlohmann::json row = describe(algo);
     row["rank"] = i;

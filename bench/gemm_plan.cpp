@@ -53,7 +53,8 @@ std::vector<std::pair<int, int>> parse_cases(const std::string& text) {
       throw dit::Error(dit::ErrorKind::invalid_argument, "--cases: '" + item + "' is not IMAGE:BATCH");
     }
     if (image <= 0 || image % 8 != 0 || batch <= 0)
-      throw dit::Error(dit::ErrorKind::invalid_argument, "--cases: '" + item + "' needs an image size divisible by 8 and a positive batch");
+      throw dit::Error(dit::ErrorKind::invalid_argument,
+                       "--cases: '" + item + "' needs an image size divisible by 8 and a positive batch");
     cases.emplace_back(image, batch);
     start = end + 1;
   }
@@ -63,8 +64,10 @@ std::vector<std::pair<int, int>> parse_cases(const std::string& text) {
 std::string file_name_for(const dit::GemmPlanDevice& device) {
   std::string slug;
   for (char c : device.gpu) {
-    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    else if (!slug.empty() && slug.back() != '-') slug += '-';
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      slug += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!slug.empty() && slug.back() != '-')
+      slug += '-';
   }
   while (!slug.empty() && slug.back() == '-') slug.pop_back();
   return slug + "-cublaslt-" + std::to_string(device.cublaslt_version) + ".json";

@@ -122,10 +122,12 @@ void append_line_durable(const std::filesystem::path& path, const std::string& l
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
   std::ifstream file(path, std::ios::binary);
-  if (!file) throw Error(ErrorKind::io, "cannot open " + std::string(what) + path.string() + ": " + std::strerror(errno));
+  if (!file)
+    throw Error(ErrorKind::io, "cannot open " + std::string(what) + path.string() + ": " + std::strerror(errno));
   std::ostringstream text;
   text << file.rdbuf();
-  if (file.bad()) throw Error(ErrorKind::io, "cannot read " + std::string(what) + path.string() + ": " + std::strerror(errno));
+  if (file.bad())
+    throw Error(ErrorKind::io, "cannot read " + std::string(what) + path.string() + ": " + std::strerror(errno));
   return text.str();
 }
 

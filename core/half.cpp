@@ -6,7 +6,6 @@
 
 namespace dit {
 
-
 float f16_bits_to_float(uint16_t bits) {
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t exponent = (bits >> 10) & 0x1fu;

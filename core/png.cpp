@@ -76,17 +76,17 @@ bool decode(std::FILE* file, Image* image, PngErrorSink* sink) {
   image->width = static_cast<int>(width);
   image->height = static_cast<int>(height);
   image->rgb.resize(static_cast<size_t>(width) * height * 3);
-  for (png_uint_32 y = 0; y < height; ++y) png_read_row(png, image->rgb.data() + static_cast<size_t>(y) * width * 3, nullptr);
+  for (png_uint_32 y = 0; y < height; ++y)
+    png_read_row(png, image->rgb.data() + static_cast<size_t>(y) * width * 3, nullptr);
   png_read_end(png, nullptr);
   png_destroy_read_struct(&png, &info, nullptr);
   return true;
 }
 
 void check_shape(const std::string& context, const Image& image) {
-  if (image.width <= 0 || image.height <= 0 ||
-      image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3)
-    throw Error(ErrorKind::invalid_argument, context + ": image is " + std::to_string(image.width) +
-                                                 "x" + std::to_string(image.height) + " with " +
+  if (image.width <= 0 || image.height <= 0 || image.rgb.size() != static_cast<size_t>(image.width) * image.height * 3)
+    throw Error(ErrorKind::invalid_argument, context + ": image is " + std::to_string(image.width) + "x" +
+                                                 std::to_string(image.height) + " with " +
                                                  std::to_string(image.rgb.size()) + " bytes of RGB");
 }
 
@@ -96,7 +96,8 @@ std::string encode_png(const Image& image) {
   check_shape("encode_png", image);
   std::string encoded;
   PngErrorSink sink;
-  if (!encode(&encoded, image, &sink)) throw Error(ErrorKind::invalid_argument, std::string("encode_png: libpng: ") + sink.message);
+  if (!encode(&encoded, image, &sink))
+    throw Error(ErrorKind::invalid_argument, std::string("encode_png: libpng: ") + sink.message);
   return encoded;
 }
 

@@ -24,8 +24,7 @@
 
 namespace dit {
 
-static_assert(std::endian::native == std::endian::little,
-              "safetensors data is little-endian and is read in place");
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian and is read in place");
 
 namespace {
 
@@ -140,7 +139,6 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Reader
 // ---------------------------------------------------------------------------------------------
@@ -179,9 +177,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   storage->size = static_cast<size_t>(info.st_size);
   if (storage->size < kHeaderLengthBytes) {
     ::close(fd);
-    throw Error(ErrorKind::invalid_file,
-                "safetensors " + in_quotes(path) + ": file is " + std::to_string(storage->size) +
-                    " bytes, shorter than the 8-byte header length");
+    throw Error(ErrorKind::invalid_file, "safetensors " + in_quotes(path) + ": file is " +
+                                             std::to_string(storage->size) +
+                                             " bytes, shorter than the 8-byte header length");
   }
   void* mapping = mmap(nullptr, storage->size, PROT_READ, MAP_PRIVATE, fd, 0);
   const std::string map_reason = mapping == MAP_FAILED ? errno_text() : std::string();
@@ -339,9 +337,8 @@ void SafetensorsFile::parse_header() {
                 std::to_string(data_size) + " bytes)");
     }
     if (end - begin != byte_count) {
-      throw bad("shape " + shape_string(shape) + " of " + dtype_name(dtype) + " needs " +
-                std::to_string(byte_count) + " bytes, but field 'data_offsets' " + offsets_text + " spans " +
-                std::to_string(end - begin));
+      throw bad("shape " + shape_string(shape) + " of " + dtype_name(dtype) + " needs " + std::to_string(byte_count) +
+                " bytes, but field 'data_offsets' " + offsets_text + " spans " + std::to_string(end - begin));
     }
 
     TensorView view{name, dtype, std::move(shape),
@@ -351,9 +348,8 @@ void SafetensorsFile::parse_header() {
   }
 
   // The data section is tiled exactly: no overlaps (aliasing), no holes, nothing after the end.
-  std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
-    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
-  });
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent& a, const Extent& b) { return std::tie(a.begin, a.end) < std::tie(b.begin, b.end); });
   int64_t covered = 0;
   const std::string* previous = nullptr;
   for (const Extent& extent : extents) {
@@ -501,8 +497,9 @@ void check_writable_name(const std::string& path, const std::string& name) {
 int64_t checked_count(const std::string& path, const std::string& name, const std::vector<int64_t>& shape) {
   for (int64_t extent : shape) {
     if (extent < 0) {
-      throw Error(ErrorKind::invalid_argument, "writing safetensors " + in_quotes(path) + ": tensor " + in_quotes(name) +
-                                                   " has a negative dimension in " + shape_string(shape));
+      throw Error(ErrorKind::invalid_argument, "writing safetensors " + in_quotes(path) + ": tensor " +
+                                                   in_quotes(name) + " has a negative dimension in " +
+                                                   shape_string(shape));
     }
   }
   return Tensor::count(shape);
@@ -522,9 +519,9 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
     check_writable_name(path, name);
     const int64_t count = checked_count(path, name, tensor.shape);
     if (static_cast<size_t>(count) != tensor.data.size()) {
-      throw Error(ErrorKind::invalid_argument, "writing safetensors " + in_quotes(path) + ": tensor " + in_quotes(name) +
-                                                   " has shape " + shape_string(tensor.shape) + " but " +
-                                                   std::to_string(tensor.data.size()) + " values");
+      throw Error(ErrorKind::invalid_argument, "writing safetensors " + in_quotes(path) + ": tensor " +
+                                                   in_quotes(name) + " has shape " + shape_string(tensor.shape) +
+                                                   " but " + std::to_string(tensor.data.size()) + " values");
     }
     const Tensor* source = &tensor;
     planned.push_back({&name, dtype, &tensor.shape, static_cast<size_t>(count) * dtype_size(dtype),
@@ -545,10 +542,10 @@ void write_safetensors_bytes(const std::string& path, const std::map<std::string
     const int64_t count = checked_count(path, name, tensor.shape);
     const size_t byte_count = static_cast<size_t>(count) * dtype_size(tensor.dtype);
     if (byte_count != tensor.bytes.size()) {
-      throw Error(ErrorKind::invalid_argument, "writing safetensors " + in_quotes(path) + ": tensor " + in_quotes(name) +
-                                                   " has shape " + shape_string(tensor.shape) + " of " +
-                                                   dtype_name(tensor.dtype) + " (" + std::to_string(byte_count) +
-                                                   " bytes) but " + std::to_string(tensor.bytes.size()) + " bytes");
+      throw Error(ErrorKind::invalid_argument,
+                  "writing safetensors " + in_quotes(path) + ": tensor " + in_quotes(name) + " has shape " +
+                      shape_string(tensor.shape) + " of " + dtype_name(tensor.dtype) + " (" +
+                      std::to_string(byte_count) + " bytes) but " + std::to_string(tensor.bytes.size()) + " bytes");
     }
     const std::vector<std::byte>* source = &tensor.bytes;
     planned.push_back({&name, tensor.dtype, &tensor.shape, byte_count,

@@ -71,8 +71,7 @@ class SafetensorsFile {
 // keys sorted, the data section 8-byte aligned, tensors packed in key order. Throws dit::Error
 // on failure, leaving `path` untouched.
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {},
-                       DType dtype = DType::F32);
+                       const std::map<std::string, std::string>& metadata = {}, DType dtype = DType::F32);
 
 // A tensor in its stored form: numel(shape) * dtype_size(dtype) little-endian bytes.
 struct TensorBytes {
@@ -82,8 +81,7 @@ struct TensorBytes {
 };
 
 // As write_safetensors, for tensors already encoded in any dtype (I64 included).
-void write_safetensors_bytes(const std::string& path,
-                             const std::map<std::string, TensorBytes>& tensors,
+void write_safetensors_bytes(const std::string& path, const std::map<std::string, TensorBytes>& tensors,
                              const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace dit

@@ -25,12 +25,10 @@ namespace {
 
 std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
                                                    const RunRequest& request, std::ostream& progress) {
-  std::map<std::string, std::string> values{{"source_dir", context.root.string()},
-                                            {"build_dir", (context.root / lane.build_dir).string()},
-                                            {"run_dir", request.run_dir.string()},
-                                            {"baseline_dir", request.baseline_dir.string()},
-                                            {"state_dir", context.state.root().string()},
-                                            {"lane", lane.name}};
+  std::map<std::string, std::string> values{
+      {"source_dir", context.root.string()},        {"build_dir", (context.root / lane.build_dir).string()},
+      {"run_dir", request.run_dir.string()},        {"baseline_dir", request.baseline_dir.string()},
+      {"state_dir", context.state.root().string()}, {"lane", lane.name}};
   fs::path log = request.run_dir / "record-baseline.log";
   const auto& commands =
       lane.record_baseline_commands.empty() ? context.config.record_baseline_commands : lane.record_baseline_commands;
@@ -44,7 +42,7 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
     options.on_start = request.on_child;
     ProcessResult result = run_process(options);
     progress << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << result.seconds << " s  "
-              << options.argv.front() << "\n";
+             << options.argv.front() << "\n";
     if (!result.succeeded()) {
       return "recording the baseline (" + options.argv.front() + ") " + result.describe() + "; see " + log.string();
     }
@@ -90,7 +88,7 @@ int run_baseline(const CommonOptions& options) {
   std::ostream& progress = options.json ? std::cerr : std::cout;
   progress << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
 
-  nlohmann::json inflight{{"phase", "running"}, {"kind", "baseline"},         {"commit", head},
+  nlohmann::json inflight{{"phase", "running"},        {"kind", "baseline"},          {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
   context.state.store_inflight(inflight);
   RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
@@ -127,9 +125,9 @@ int run_baseline(const CommonOptions& options) {
     double noise = details.value("noise_percent", 0.0);
     effective_minimum = effective_min_improvement_percent(lane.min_improvement_percent, noise);
     if (effective_minimum > lane.min_improvement_percent) {
-      warnings.push_back("lane " + lane.name + ": minimum improvement " + format_number(lane.min_improvement_percent, 4) +
-                         "% is below twice the measured noise (" + format_number(noise, 4) + "%); raised to " +
-                         format_number(effective_minimum, 4) + "%");
+      warnings.push_back("lane " + lane.name + ": minimum improvement " +
+                         format_number(lane.min_improvement_percent, 4) + "% is below twice the measured noise (" +
+                         format_number(noise, 4) + "%); raised to " + format_number(effective_minimum, 4) + "%");
     }
     nlohmann::json performance = details["candidate"];
     performance.erase("samples");
@@ -167,11 +165,12 @@ int run_baseline(const CommonOptions& options) {
                 {"commit", head},
                 {"classification", "baseline"},
                 {"lane", lane.name},
-                {"objective", record.candidate_value ? record.objective_name + " " + format_number(record.candidate_value) +
-                                                           " " + record.unit
+                {"objective", record.candidate_value ? record.objective_name + " " +
+                                                           format_number(record.candidate_value) + " " + record.unit
                                                      : "not measured"},
                 {"quality", record.quality},
-                {"noise_percent", session.contains("baseline") ? format_number(session["baseline"].value("noise_percent", 0.0), 4) : ""},
+                {"noise_percent",
+                 session.contains("baseline") ? format_number(session["baseline"].value("noise_percent", 0.0), 4) : ""},
                 {"min_improvement_percent", format_number(effective_minimum, 4)},
                 {"gpu", record.gpu},
                 {"run_dir", record.run_dir}};

@@ -31,11 +31,26 @@ std::vector<BenchmarkEntry> parse_benchmark_json(const nlohmann::json& document,
   if (!document.is_object() || !document.contains("benchmarks") || !document["benchmarks"].is_array()) {
     throw Error(ErrorKind::invalid_file, where + ": not Google Benchmark JSON (no \"benchmarks\" list)");
   }
-  static const std::set<std::string> known{
-      "name",          "family_index", "per_family_instance_index", "run_name",   "run_type",
-      "repetitions",   "repetition_index", "threads",              "iterations", "real_time",
-      "cpu_time",      "time_unit",    "label",                     "error_occurred", "error_message",
-      "aggregate_name", "aggregate_unit", "big_o",                  "rms",        "complexity_n"};
+  static const std::set<std::string> known{"name",
+                                           "family_index",
+                                           "per_family_instance_index",
+                                           "run_name",
+                                           "run_type",
+                                           "repetitions",
+                                           "repetition_index",
+                                           "threads",
+                                           "iterations",
+                                           "real_time",
+                                           "cpu_time",
+                                           "time_unit",
+                                           "label",
+                                           "error_occurred",
+                                           "error_message",
+                                           "aggregate_name",
+                                           "aggregate_unit",
+                                           "big_o",
+                                           "rms",
+                                           "complexity_n"};
   std::vector<BenchmarkEntry> entries;
   for (const auto& item : document["benchmarks"]) {
     BenchmarkEntry entry;

@@ -6,8 +6,8 @@
 namespace dit::ar {
 
 std::filesystem::path resolve_repository_root(const CommonOptions& options) {
-  std::filesystem::path start = options.repository.empty() ? std::filesystem::current_path()
-                                                           : std::filesystem::path(options.repository);
+  std::filesystem::path start =
+      options.repository.empty() ? std::filesystem::current_path() : std::filesystem::path(options.repository);
   return GitRepository::discover_workdir(start);
 }
 
@@ -25,8 +25,8 @@ Config load_session_config(const CommonOptions& options) {
 namespace dit::ar {
 
 void add_common_options(CLI::App& command, CommonOptions& options, bool with_json) {
-  command.add_option("--config", options.config_path,
-                     "Session config, relative to the repository root unless absolute")
+  command
+      .add_option("--config", options.config_path, "Session config, relative to the repository root unless absolute")
       ->capture_default_str();
   command.add_option("--repo", options.repository,
                      "The repository's working tree (default: discovered from the current folder)");

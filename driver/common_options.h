@@ -8,9 +8,9 @@
 
 namespace dit::ar {
 
-inline constexpr int kExitKeep = 0;         // success; for experiments: KEEP
-inline constexpr int kExitSetupError = 2;   // bad input, bad config, wrong repository state
-inline constexpr int kExitDiscard = 3;      // DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
+inline constexpr int kExitKeep = 0;        // success; for experiments: KEEP
+inline constexpr int kExitSetupError = 2;  // bad input, bad config, wrong repository state
+inline constexpr int kExitDiscard = 3;     // DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
 
 inline constexpr const char* kDefaultConfigPath = "config/autoresearch.json";
 

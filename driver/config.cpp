@@ -116,9 +116,9 @@ Direction parse_direction(const std::string& text, const std::string& where) {
 }
 
 Objective parse_objective(const json& object, const std::string& where) {
-  reject_unknown_keys(object, where,
-                      {"benchmark", "arguments", "name", "metric", "unit", "direction", "expected_hash_file",
-                       "expected_hash_field"});
+  reject_unknown_keys(
+      object, where,
+      {"benchmark", "arguments", "name", "metric", "unit", "direction", "expected_hash_file", "expected_hash_field"});
   Objective objective;
   objective.benchmark = checked_repository_path(read_string(object, "benchmark", where), where + ".benchmark");
   objective.arguments = read_strings(object, "arguments", where, false);
@@ -135,8 +135,8 @@ Objective parse_objective(const json& object, const std::string& where) {
 
 Guardrails parse_guardrails(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
-                      {"p95_step_percent", "p95_total_percent", "peak_memory_step_percent",
-                       "peak_memory_total_percent", "p95_counter", "peak_memory_counter"});
+                      {"p95_step_percent", "p95_total_percent", "peak_memory_step_percent", "peak_memory_total_percent",
+                       "p95_counter", "peak_memory_counter"});
   Guardrails guardrails;
   guardrails.p95_step_percent = read_number(object, "p95_step_percent", where, guardrails.p95_step_percent, 0);
   guardrails.p95_total_percent = read_number(object, "p95_total_percent", where, guardrails.p95_total_percent, 0);
@@ -171,10 +171,10 @@ std::vector<std::vector<std::string>> parse_commands(const json& commands, const
 
 Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
-  reject_unknown_keys(object, where,
-                      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
-                       "objective", "min_improvement_percent", "repetitions", "guardrails", "mode",
-                       "record_baseline_commands"});
+  reject_unknown_keys(
+      object, where,
+      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "objective",
+       "min_improvement_percent", "repetitions", "guardrails", "mode", "record_baseline_commands"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -196,14 +196,13 @@ Lane lane_from_json(const json& object, const std::string& where) {
   return lane;
 }
 
-Config parse_config(const json& document, const std::filesystem::path& path,
-                    const std::filesystem::path& source_dir) {
+Config parse_config(const json& document, const std::filesystem::path& path, const std::filesystem::path& source_dir) {
   const std::string where = path.string();
   if (!document.is_object()) fail(where, "the top level must be a JSON object");
-  reject_unknown_keys(document, where,
-                      {"$comment", "project", "state_dir", "branch_prefix", "default_lane", "mutable_paths",
-                       "fixed_paths", "contract", "knowledge_dir", "timeouts_seconds", "quantization",
-                       "record_baseline_commands", "lanes"});
+  reject_unknown_keys(
+      document, where,
+      {"$comment", "project", "state_dir", "branch_prefix", "default_lane", "mutable_paths", "fixed_paths", "contract",
+       "knowledge_dir", "timeouts_seconds", "quantization", "record_baseline_commands", "lanes"});
   Config config;
   config.path = path;
   config.source_dir = source_dir;

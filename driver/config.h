@@ -77,16 +77,16 @@ struct QuantizationPolicy {
 };
 
 struct Config {
-  std::filesystem::path path;         // the file it was read from
-  std::filesystem::path source_dir;   // the repository's working tree (the config's anchor)
+  std::filesystem::path path;        // the file it was read from
+  std::filesystem::path source_dir;  // the repository's working tree (the config's anchor)
   std::string project;
-  std::filesystem::path state_dir;    // absolute; the file holds it relative to source_dir
+  std::filesystem::path state_dir;  // absolute; the file holds it relative to source_dir
   std::string branch_prefix = "autoresearch/";
   std::string default_lane;
   std::vector<std::string> mutable_paths;  // repository-relative; a trailing "/" marks a folder
   std::vector<std::string> fixed_paths;
-  std::string contract;                    // repository-relative path of the quality contract
-  std::string knowledge_dir;               // repository-relative; the handbook `index` reads
+  std::string contract;       // repository-relative path of the quality contract
+  std::string knowledge_dir;  // repository-relative; the handbook `index` reads
   Timeouts timeouts;
   QuantizationPolicy quantization;
   // Commands run once by `baseline` after its build, before its tests, to record the golden

@@ -127,8 +127,10 @@ std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
     auto console = console_failures.find(test.name);
     if (result.outcome == TestOutcome::failed && console != console_failures.end()) {
       const std::string& text = console->second;
-      if (text.rfind("Timeout", 0) == 0) result.outcome = TestOutcome::timed_out;
-      else if (text.rfind("Exception", 0) == 0) result.outcome = TestOutcome::crashed;
+      if (text.rfind("Timeout", 0) == 0)
+        result.outcome = TestOutcome::timed_out;
+      else if (text.rfind("Exception", 0) == 0)
+        result.outcome = TestOutcome::crashed;
       result.detail = text;
     }
     results.push_back(std::move(result));

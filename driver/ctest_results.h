@@ -26,9 +26,9 @@ std::string to_string(TestOutcome outcome);
 struct TestResult {
   SelectedTest test;
   TestOutcome outcome = TestOutcome::missing;
-  std::string detail;   // CTest's message (skip reason, exception name)
+  std::string detail;  // CTest's message (skip reason, exception name)
   double seconds = 0.0;
-  std::string preset;   // the test preset that ran it
+  std::string preset;  // the test preset that ran it
 };
 
 // Parses the json-v1 listing. Throws dit::Error(invalid_file) when it is not one.

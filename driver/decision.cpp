@@ -115,19 +115,19 @@ Decision decide(const RunFacts& facts) {
   std::vector<std::string> performance_failures;
   for (const auto& result : facts.tests) {
     switch (result.outcome) {
-      case TestOutcome::passed:
-        break;
+      case TestOutcome::passed: break;
       case TestOutcome::crashed:
       case TestOutcome::timed_out:
       case TestOutcome::skipped:
       case TestOutcome::not_run:
-      case TestOutcome::missing:
-        crash_reasons.push_back(test_line(result));
-        break;
+      case TestOutcome::missing: crash_reasons.push_back(test_line(result)); break;
       case TestOutcome::failed:
-        if (has_quality_label(result.test)) quality_failures.push_back(test_line(result));
-        else if (result.test.has_label("perf")) performance_failures.push_back(test_line(result));
-        else crash_reasons.push_back(test_line(result));
+        if (has_quality_label(result.test))
+          quality_failures.push_back(test_line(result));
+        else if (result.test.has_label("perf"))
+          performance_failures.push_back(test_line(result));
+        else
+          crash_reasons.push_back(test_line(result));
         break;
     }
   }

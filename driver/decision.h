@@ -33,9 +33,9 @@ nlohmann::json to_json(const std::vector<GateSignature>& gates);
 std::vector<GateSignature> gates_from_json(const nlohmann::json& document);
 
 struct RunFacts {
-  std::optional<std::string> stage_failure;     // "build failed (exit code 1); see build.log"
+  std::optional<std::string> stage_failure;  // "build failed (exit code 1); see build.log"
   std::vector<TestResult> tests;
-  std::vector<nlohmann::json> gate_reports;     // {"gate", "passed", "reasons", "details"}
+  std::vector<nlohmann::json> gate_reports;                  // {"gate", "passed", "reasons", "details"}
   std::optional<std::vector<GateSignature>> baseline_gates;  // absent while recording the baseline
   std::string build_dir;
   std::string source_dir;

@@ -20,9 +20,7 @@ std::string describe_tool(const nlohmann::json& tool) {
   return tool.value("version", "") + " (" + tool.value("path", "") + ")";
 }
 
-std::string describe_version(const nlohmann::json& version) {
-  return version.is_null() ? "not found" : version.dump();
-}
+std::string describe_version(const nlohmann::json& version) { return version.is_null() ? "not found" : version.dump(); }
 
 int run_doctor(const CommonOptions& options, const std::string& output) {
   Config config = load_session_config(options);
@@ -37,7 +35,8 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
   }
   const auto& document = capture.document;
   std::cout << "dit-ar doctor\n";
-  std::cout << "  host       " << document["host"].value("name", "") << ", " << document["host"].value("kernel", "") << "\n";
+  std::cout << "  host       " << document["host"].value("name", "") << ", " << document["host"].value("kernel", "")
+            << "\n";
   const auto& nvml = document["nvml"];
   if (nvml.value("available", false)) {
     std::cout << "  driver     " << nvml.value("driver_version", "?") << " (NVML)\n";
@@ -46,7 +45,8 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
                 << gpu.value("sm_clock_mhz", 0) << "/" << gpu.value("max_sm_clock_mhz", 0) << " MHz, memory clock "
                 << gpu.value("memory_clock_mhz", 0) << " MHz\n";
     }
-    for (const auto& link : nvml["topology"]) std::cout << "  topology   " << link["gpus"].dump() << ": " << link.value("link", "") << "\n";
+    for (const auto& link : nvml["topology"])
+      std::cout << "  topology   " << link["gpus"].dump() << ": " << link.value("link", "") << "\n";
   } else {
     std::cout << "  nvml       " << nvml.value("reason", "unavailable") << "\n";
   }
@@ -64,16 +64,19 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
     std::cout << "  cuda       " << cuda.value("note", "") << "\n";
   }
   for (const auto& [name, version] : document["libraries"].items()) {
-    std::cout << "  " << name << std::string(11 - std::min<std::size_t>(10, name.size()), ' ') << describe_version(version) << "\n";
+    std::cout << "  " << name << std::string(11 - std::min<std::size_t>(10, name.size()), ' ')
+              << describe_version(version) << "\n";
   }
   for (const auto& [name, tool] : document["toolchain"].items()) {
     if (!tool.is_object()) continue;
-    std::cout << "  " << name << std::string(11 - std::min<std::size_t>(10, name.size()), ' ') << describe_tool(tool) << "\n";
+    std::cout << "  " << name << std::string(11 - std::min<std::size_t>(10, name.size()), ' ') << describe_tool(tool)
+              << "\n";
   }
   const auto& repository = document["repository"];
   if (repository.contains("branch")) {
-    std::cout << "  repository " << repository.value("branch", "") << " at " << repository.value("head", "").substr(0, 8)
-              << ", " << repository.value("dirty_paths", 0) << " uncommitted path(s)\n";
+    std::cout << "  repository " << repository.value("branch", "") << " at "
+              << repository.value("head", "").substr(0, 8) << ", " << repository.value("dirty_paths", 0)
+              << " uncommitted path(s)\n";
   }
   for (const auto& warning : capture.warnings) std::cout << "warning: " << warning << "\n";
   print_result_block(std::cout,

@@ -144,19 +144,21 @@ nlohmann::json capture_cuda_runtime() {
     if (cudaGetDeviceProperties(&properties, i) != cudaSuccess) continue;
     char bus[32] = {};
     cudaDeviceGetPCIBusId(bus, sizeof bus, i);
-    devices.push_back({{"index", i},
-                       {"name", properties.name},
-                       {"compute_capability", std::to_string(properties.major) + "." + std::to_string(properties.minor)},
-                       {"sm_count", properties.multiProcessorCount},
-                       {"memory_bytes", properties.totalGlobalMem},
-                       {"l2_bytes", properties.l2CacheSize},
-                       {"shared_memory_per_block_optin", properties.sharedMemPerBlockOptin},
-                       {"pci_bus_id", bus}});
+    devices.push_back(
+        {{"index", i},
+         {"name", properties.name},
+         {"compute_capability", std::to_string(properties.major) + "." + std::to_string(properties.minor)},
+         {"sm_count", properties.multiProcessorCount},
+         {"memory_bytes", properties.totalGlobalMem},
+         {"l2_bytes", properties.l2CacheSize},
+         {"shared_memory_per_block_optin", properties.sharedMemPerBlockOptin},
+         {"pci_bus_id", bus}});
   }
   result["devices"] = devices;
   return result;
 #else
-  return {{"built_with_cuda", false}, {"note", "dit-ar was built without CUDA (DIT_WITH_CUDA=OFF); GPUs come from NVML only"}};
+  return {{"built_with_cuda", false},
+          {"note", "dit-ar was built without CUDA (DIT_WITH_CUDA=OFF); GPUs come from NVML only"}};
 #endif
 }
 
@@ -223,20 +225,19 @@ EnvironmentCapture capture_environment(const fs::path& source_dir) {
   ::gethostname(host, sizeof host - 1);
   utsname system{};
   ::uname(&system);
-  document["host"] = {{"name", host}, {"kernel", std::string(system.sysname) + " " + system.release},
+  document["host"] = {{"name", host},
+                      {"kernel", std::string(system.sysname) + " " + system.release},
                       {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)}};
   document["nvml"] = capture_nvml();
   document["cuda_runtime"] = capture_cuda_runtime();
   document["libraries"] = {
-      {"cublasLt", library_version({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cublasLtGetVersion", false)},
+      {"cublasLt",
+       library_version({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}, "cublasLtGetVersion", false)},
       {"cudnn", library_version({"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"}, "cudnnGetVersion", false)},
       {"nccl", library_version({"libnccl.so.2", "libnccl.so"}, "ncclGetVersion", true)}};
-  document["toolchain"] = {{"dit-ar_compiler", __VERSION__},
-                           {"cmake", tool_version("cmake")},
-                           {"ctest", tool_version("ctest")},
-                           {"c++", tool_version("c++")},
-                           {"nvcc", tool_version("nvcc")},
-                           {"nsys", tool_version("nsys")},
+  document["toolchain"] = {{"dit-ar_compiler", __VERSION__}, {"cmake", tool_version("cmake")},
+                           {"ctest", tool_version("ctest")}, {"c++", tool_version("c++")},
+                           {"nvcc", tool_version("nvcc")},   {"nsys", tool_version("nsys")},
                            {"ncu", tool_version("ncu")}};
   try {
     GitRepository repository(source_dir);
@@ -246,7 +247,8 @@ EnvironmentCapture capture_environment(const fs::path& source_dir) {
                               {"branch", branch ? *branch : "(detached)"},
                               {"head", repository.head_commit()},
                               {"dirty_paths", dirty.size()}};
-    if (!dirty.empty()) capture.warnings.push_back(std::to_string(dirty.size()) + " uncommitted path(s) in the working tree");
+    if (!dirty.empty())
+      capture.warnings.push_back(std::to_string(dirty.size()) + " uncommitted path(s) in the working tree");
   } catch (const std::exception& error) {
     document["repository"] = {{"error", error.what()}};
   }
@@ -256,7 +258,8 @@ EnvironmentCapture capture_environment(const fs::path& source_dir) {
   if (gpus == "none") {
     capture.warnings.push_back("no GPU found: numbers measured here are not RTX A5500 numbers");
   } else if (gpus.find(kTargetGpu) == std::string::npos) {
-    capture.warnings.push_back("the GPU is " + gpus + ", not an RTX A5500: its numbers must never be presented as A5500 numbers");
+    capture.warnings.push_back("the GPU is " + gpus +
+                               ", not an RTX A5500: its numbers must never be presented as A5500 numbers");
   }
   if (!document["toolchain"]["ncu"].value("found", false)) {
     capture.warnings.push_back("ncu (Nsight Compute) not found: `dit-ar profile --ncu` will not work");

@@ -64,7 +64,8 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
     objective = record.objective_name + " " + format_number(record.candidate_value) + " " + record.unit;
     if (record.best_value) {
       objective += " (best before " + format_number(record.best_value) + ", " +
-                   format_number(record.improvement_percent, 4) + "% improvement, p=" + format_number(record.p_value, 3) + ")";
+                   format_number(record.improvement_percent, 4) +
+                   "% improvement, p=" + format_number(record.p_value, 3) + ")";
     }
   }
   Fields fields{{"status", to_string(record.status)},
@@ -120,11 +121,12 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   // With --json, stdout carries only the JSON document; progress goes to stderr.
   std::ostream& progress = options.json ? std::cerr : std::cout;
   progress << "dit-ar experiment " << short_id(head) << " \"" << repository.summary(head) << "\" ("
-            << experiment.classification << ", lane " << lane.name << ", on " << record.gpu << ")\n";
+           << experiment.classification << ", lane " << lane.name << ", on " << record.gpu << ")\n";
 
   // Scope and locks are checked on the commit itself: nothing is built for a commit that
   // touches what it must not.
-  std::vector<std::string> violations = lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
+  std::vector<std::string> violations =
+      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
   for (const auto& path : repository.changed_paths(best, head)) {
     bool allowed = false;
     for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
@@ -142,12 +144,8 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     return exit_code(record.status);
   }
 
-  nlohmann::json inflight{{"phase", "running"},
-                          {"kind", "experiment"},
-                          {"commit", head},
-                          {"run_dir", record.run_dir},
-                          {"started", record.timestamp},
-                          {"driver_pid", ::getpid()}};
+  nlohmann::json inflight{{"phase", "running"},        {"kind", "experiment"},        {"commit", head},
+                          {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
   context.state.store_inflight(inflight);
   RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
   request.classification = experiment.classification;
@@ -193,8 +191,9 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
       "DISCARD-QUALITY, DISCARD-PERFORMANCE or CRASH, record it. KEEP moves refs/autoresearch/best; anything else "
       "archives the commit under refs/autoresearch/discarded/<sha> and resets the branch to the best. A commit "
       "touching a path outside mutable_paths, or a locked path, is REJECTED without being built.");
-  command->add_option("--classification", experiment->classification,
-                      "What kind of change this is; quantization gets a strict zero-regression quality gate")
+  command
+      ->add_option("--classification", experiment->classification,
+                   "What kind of change this is; quantization gets a strict zero-regression quality gate")
       ->required()
       ->check(CLI::IsMember(kClassifications));
   command->add_option("--description", experiment->description, "One line: the hypothesis")->required();

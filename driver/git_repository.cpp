@@ -99,8 +99,8 @@ std::filesystem::path GitRepository::discover_workdir(const std::filesystem::pat
   ensure_initialised();
   git_repository* repository = nullptr;
   if (git_repository_open_ext(&repository, start.c_str(), 0, nullptr) < 0) {
-    throw Error(ErrorKind::invalid_argument,
-                "not inside a git repository: " + start.string() + " (run dit-ar from the project's checkout or pass --repo)");
+    throw Error(ErrorKind::invalid_argument, "not inside a git repository: " + start.string() +
+                                                 " (run dit-ar from the project's checkout or pass --repo)");
   }
   const char* workdir = git_repository_workdir(repository);
   std::string result = workdir ? workdir : "";
@@ -136,8 +136,8 @@ std::string GitRepository::head_commit() const {
 std::vector<std::string> GitRepository::dirty_paths() const {
   git_status_options options = GIT_STATUS_OPTIONS_INIT;
   options.show = GIT_STATUS_SHOW_INDEX_AND_WORKDIR;
-  options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS |
-                  GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
+  options.flags =
+      GIT_STATUS_OPT_INCLUDE_UNTRACKED | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS | GIT_STATUS_OPT_EXCLUDE_SUBMODULES;
   git_status_list* list = nullptr;
   check(git_status_list_new(&list, repository_, &options), "read the working tree status");
   StatusList owned(list);

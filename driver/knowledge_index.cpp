@@ -84,9 +84,7 @@ std::optional<Heading> heading_of(std::string_view line) {
   return Heading{static_cast<int>(hashes), std::string(text)};
 }
 
-std::string file_stem(const std::string& path) {
-  return std::filesystem::path(path).stem().string();
-}
+std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
 
 // FNV-1a, 64 bits: enough to notice an edited chapter (this is a cache key, not a signature).
 std::string content_hash(std::string_view bytes) {
@@ -115,8 +113,8 @@ struct Chapter {
 std::vector<Chapter> read_handbook(const std::filesystem::path& handbook_dir) {
   std::error_code error;
   if (!std::filesystem::is_directory(handbook_dir, error)) {
-    throw Error(ErrorKind::io, "handbook folder " + handbook_dir.string() +
-                                   " does not exist (config field knowledge_dir)");
+    throw Error(ErrorKind::io,
+                "handbook folder " + handbook_dir.string() + " does not exist (config field knowledge_dir)");
   }
   std::vector<Chapter> chapters;
   for (auto it = std::filesystem::recursive_directory_iterator(handbook_dir, error);
@@ -130,14 +128,12 @@ std::vector<Chapter> read_handbook(const std::filesystem::path& handbook_dir) {
     chapters.push_back(std::move(chapter));
   }
   if (error) {
-    throw Error(ErrorKind::io, "cannot list handbook folder " + handbook_dir.string() + ": " +
-                                   error.message());
+    throw Error(ErrorKind::io, "cannot list handbook folder " + handbook_dir.string() + ": " + error.message());
   }
   if (chapters.empty()) {
     throw Error(ErrorKind::io, "handbook folder " + handbook_dir.string() + " holds no chapter (*.md)");
   }
-  std::sort(chapters.begin(), chapters.end(),
-            [](const Chapter& a, const Chapter& b) { return a.path < b.path; });
+  std::sort(chapters.begin(), chapters.end(), [](const Chapter& a, const Chapter& b) { return a.path < b.path; });
   return chapters;
 }
 
@@ -299,8 +295,8 @@ struct SqliteConnection {
   }
 
   [[noreturn]] void fail(const std::string& what, int code) const {
-    std::string message = path + ": " + what + ": " +
-                          (handle != nullptr ? sqlite3_errmsg(handle) : sqlite3_errstr(code));
+    std::string message =
+        path + ": " + what + ": " + (handle != nullptr ? sqlite3_errmsg(handle) : sqlite3_errstr(code));
     if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT) {
       throw Error(ErrorKind::invalid_file,
                   message + " (not a knowledge index: remove the file or pass another --index)");
@@ -323,8 +319,7 @@ struct SqliteConnection {
 // A prepared statement, finalized on scope exit.
 class Statement {
  public:
-  Statement(const SqliteConnection& database, const char* sql)
-      : database_(database) {
+  Statement(const SqliteConnection& database, const char* sql) : database_(database) {
     int code = sqlite3_prepare_v2(database.handle, sql, -1, &statement_, nullptr);
     if (code != SQLITE_OK) database.fail("cannot prepare a query", code);
   }
@@ -333,8 +328,7 @@ class Statement {
   Statement& operator=(const Statement&) = delete;
 
   void bind(int index, const std::string& text) {
-    check(sqlite3_bind_text(statement_, index, text.data(), static_cast<int>(text.size()),
-                            SQLITE_TRANSIENT));
+    check(sqlite3_bind_text(statement_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
   }
   void bind(int index, int64_t value) { check(sqlite3_bind_int64(statement_, index, value)); }
 
@@ -346,8 +340,7 @@ class Statement {
     database_.fail("query failed", code);
   }
   void run() {
-    while (step()) {
-    }
+    while (step()) {}
     sqlite3_reset(statement_);
     sqlite3_clear_bindings(statement_);
   }
@@ -392,11 +385,11 @@ KnowledgeIndex::KnowledgeIndex(std::filesystem::path handbook_dir, std::filesyst
   std::error_code error;
   if (index_path_.has_parent_path()) std::filesystem::create_directories(index_path_.parent_path(), error);
   if (error) {
-    throw Error(ErrorKind::io, "cannot create the folder of the knowledge index " +
-                                   index_path_.string() + ": " + error.message());
+    throw Error(ErrorKind::io,
+                "cannot create the folder of the knowledge index " + index_path_.string() + ": " + error.message());
   }
-  int code = sqlite3_open_v2(database_->path.c_str(), &database_->handle,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  int code =
+      sqlite3_open_v2(database_->path.c_str(), &database_->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   if (code != SQLITE_OK) database_->fail("cannot open the knowledge index", code);
   sqlite3_busy_timeout(database_->handle, kBusyTimeoutMilliseconds);
   database_->execute(
@@ -442,8 +435,7 @@ IndexStatus KnowledgeIndex::refresh(bool force) {
   bool same = !force && indexed.size() == chapters.size();
   for (size_t i = 0; same && i < chapters.size(); ++i) {
     auto found = indexed.find(chapters[i].path);
-    same = found != indexed.end() &&
-           found->second.first == static_cast<int64_t>(chapters[i].content.size()) &&
+    same = found != indexed.end() && found->second.first == static_cast<int64_t>(chapters[i].content.size()) &&
            found->second.second == chapters[i].hash;
   }
   if (same) {
@@ -499,8 +491,12 @@ std::vector<SearchHit> KnowledgeIndex::search(std::string_view query, size_t lim
   static const std::string sql =
       "SELECT rowid, path, anchor, line, title,"
       " highlight(sections, 0, '**', '**'),"
-      " snippet(sections, 1, '**', '**', ' ... ', " + std::to_string(kSnippetTokens) + "),"
-      " bm25(sections, " + std::to_string(kTitleWeight) + ", " + std::to_string(kBodyWeight) + ") AS rank"
+      " snippet(sections, 1, '**', '**', ' ... ', " +
+      std::to_string(kSnippetTokens) +
+      "),"
+      " bm25(sections, " +
+      std::to_string(kTitleWeight) + ", " + std::to_string(kBodyWeight) +
+      ") AS rank"
       " FROM sections WHERE sections MATCH ?1 ORDER BY rank, rowid LIMIT ?2";
   std::set<int64_t> seen;
   for (const auto& [expression, matched_all] : passes) {
@@ -536,28 +532,24 @@ std::filesystem::path handbook_directory(const Config& config) {
   return knowledge;
 }
 
-std::filesystem::path default_index_path(const Config& config) {
-  return config.state_dir / "knowledge.sqlite";
-}
+std::filesystem::path default_index_path(const Config& config) { return config.state_dir / "knowledge.sqlite"; }
 
 void rebuild_knowledge_index(const Config& config, std::ostream& log) {
   KnowledgeIndex index(handbook_directory(config), default_index_path(config));
   IndexStatus status = index.refresh(/*force=*/true);
-  log << "knowledge index: " << status.chapters << " chapters, " << status.sections
-      << " sections -> " << index.index_path().string() << "\n";
+  log << "knowledge index: " << status.chapters << " chapters, " << status.sections << " sections -> "
+      << index.index_path().string() << "\n";
 }
 
 void add_index_command(CLI::App& app, CommonOptions& options) {
-  CLI::App* command = app.add_subcommand(
-      "index", "Rebuild the handbook search index (search also rebuilds it when a chapter changed)");
+  CLI::App* command =
+      app.add_subcommand("index", "Rebuild the handbook search index (search also rebuilds it when a chapter changed)");
   auto index_path = std::make_shared<std::string>();
-  command->add_option("--index", *index_path,
-                      "Index file (default: <state_dir>/knowledge.sqlite)");
+  command->add_option("--index", *index_path, "Index file (default: <state_dir>/knowledge.sqlite)");
   add_common_options(*command, options, /*with_json=*/true);
   command->callback([&options, index_path] {
     Config config = load_session_config(options);
-    std::filesystem::path path = index_path->empty() ? default_index_path(config)
-                                                     : std::filesystem::path(*index_path);
+    std::filesystem::path path = index_path->empty() ? default_index_path(config) : std::filesystem::path(*index_path);
     KnowledgeIndex index(handbook_directory(config), path);
     IndexStatus status = index.refresh(/*force=*/true);
     if (options.json) {
@@ -567,8 +559,8 @@ void add_index_command(CLI::App& app, CommonOptions& options) {
                                {"sections", status.sections}};
       std::cout << report.dump(2) << "\n";
     } else {
-      std::cout << "indexed " << status.chapters << " chapters, " << status.sections
-                << " sections of " << index.handbook_dir().string() << "\n"
+      std::cout << "indexed " << status.chapters << " chapters, " << status.sections << " sections of "
+                << index.handbook_dir().string() << "\n"
                 << "---\nindex: " << index.index_path().string() << "\n";
     }
   });

@@ -45,14 +45,14 @@ std::string fts5_string(std::string_view text);
 std::vector<std::string> query_phrases(std::string_view query);
 
 struct SearchHit {
-  std::string path;               // relative to the handbook folder
+  std::string path;  // relative to the handbook folder
   std::string anchor;
   int line = 1;
   std::string title;
-  std::string title_highlighted;  // the title with matched words in **...**
-  std::string snippet;            // a window of the body with matched words in **...**, one line
-  double score = 0;               // -bm25: higher is better
-  bool matched_all_terms = false; // false for hits that match only some of the query's words
+  std::string title_highlighted;   // the title with matched words in **...**
+  std::string snippet;             // a window of the body with matched words in **...**, one line
+  double score = 0;                // -bm25: higher is better
+  bool matched_all_terms = false;  // false for hits that match only some of the query's words
 };
 
 struct IndexStatus {

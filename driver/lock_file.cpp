@@ -33,10 +33,9 @@ LockFile::LockFile(const std::filesystem::path& path) {
     std::optional<int> pid = read_pid(descriptor_);
     ::close(descriptor_);
     descriptor_ = -1;
-    throw Error(ErrorKind::invalid_argument,
-                "another dit-ar is running on this state directory" +
-                    (pid ? " (pid " + std::to_string(*pid) + ")" : std::string()) +
-                    "; wait for it to finish (`dit-ar status` shows what it is doing)");
+    throw Error(ErrorKind::invalid_argument, "another dit-ar is running on this state directory" +
+                                                 (pid ? " (pid " + std::to_string(*pid) + ")" : std::string()) +
+                                                 "; wait for it to finish (`dit-ar status` shows what it is doing)");
   }
   std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(descriptor_, 0) != 0 || ::pwrite(descriptor_, pid.data(), pid.size(), 0) < 0) {
@@ -55,8 +54,10 @@ std::optional<int> LockFile::holder(const std::filesystem::path& path) {
   int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (descriptor < 0) return std::nullopt;
   std::optional<int> pid;
-  if (::flock(descriptor, LOCK_SH | LOCK_NB) != 0) pid = read_pid(descriptor).value_or(0);
-  else ::flock(descriptor, LOCK_UN);
+  if (::flock(descriptor, LOCK_SH | LOCK_NB) != 0)
+    pid = read_pid(descriptor).value_or(0);
+  else
+    ::flock(descriptor, LOCK_UN);
   ::close(descriptor);
   return pid;
 }

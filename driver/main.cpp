@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
     app.exit(error);
     return kExitSetupError;
   } catch (const dit::Error& error) {
-    std::string command = app.get_subcommands().empty() ? "dit-ar" : "dit-ar " + app.get_subcommands().front()->get_name();
+    std::string command =
+        app.get_subcommands().empty() ? "dit-ar" : "dit-ar " + app.get_subcommands().front()->get_name();
     std::cerr << command << ": " << error.what() << "\n";
     return kExitSetupError;
   } catch (const std::exception& error) {

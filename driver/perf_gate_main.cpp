@@ -78,7 +78,9 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
     auto run_candidate = [&] {
       add_run(candidate, measure_once(candidate_binary, lane, bench_dir / ("candidate-" + index + ".json"), log), lane);
     };
-    auto run_best = [&] { add_run(best, measure_once(best_binary, lane, bench_dir / ("best-" + index + ".json"), log), lane); };
+    auto run_best = [&] {
+      add_run(best, measure_once(best_binary, lane, bench_dir / ("best-" + index + ".json"), log), lane);
+    };
     if (round % 2 == 0) {
       run_candidate();
       run_best();
@@ -108,8 +110,8 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
   report.details["best_build_dir"] = best_build_dir.string();
   write_json_atomic(run_dir / "gates" / "performance.json", report.to_json());
 
-  std::cout << "performance gate (" << (noise_measurement ? "A/A noise" : classification) << "): "
-            << (report.passed ? "passed" : "failed") << "\n";
+  std::cout << "performance gate (" << (noise_measurement ? "A/A noise" : classification)
+            << "): " << (report.passed ? "passed" : "failed") << "\n";
   for (const auto& reason : report.reasons) std::cout << "  - " << reason << "\n";
   std::cout << report.details.dump(2) << "\n";
   return report.passed ? kExitPassed : kExitFailed;
@@ -118,9 +120,10 @@ int run_gate(const fs::path& build_dir, const fs::path& run_dir, const fs::path&
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"dit-perf-gate: compares the candidate build's objective benchmark with the best commit's build, "
-               "interleaved, with a Mann-Whitney U test, the lane's minimum improvement and its guardrails. "
-               "Run by a `perf` CTest test under dit-ar, which sets the environment below."};
+  CLI::App app{
+      "dit-perf-gate: compares the candidate build's objective benchmark with the best commit's build, "
+      "interleaved, with a Mann-Whitney U test, the lane's minimum improvement and its guardrails. "
+      "Run by a `perf` CTest test under dit-ar, which sets the environment below."};
   std::string build_dir;
   std::string run_dir = environment_or("DIT_RUN_DIR", "");
   std::string best_build_dir = environment_or("DIT_BEST_BUILD_DIR", "");
@@ -129,10 +132,13 @@ int main(int argc, char** argv) {
   app.add_option("--build-dir", build_dir, "The candidate's build directory (the objective binary is relative to it)")
       ->required();
   app.add_option("--run-dir", run_dir, "Run directory holding lane.json (default: $DIT_RUN_DIR)");
-  app.add_option("--best-build-dir", best_build_dir, "The best commit's build directory (default: $DIT_BEST_BUILD_DIR)");
-  app.add_option("--baseline-dir", baseline_dir, "Baseline directory with performance.json (default: $DIT_BASELINE_DIR)");
-  app.add_option("--classification", classification,
-                 "exact, numerical, approximate or quantization, recorded in the report (default: $DIT_CLASSIFICATION)");
+  app.add_option("--best-build-dir", best_build_dir,
+                 "The best commit's build directory (default: $DIT_BEST_BUILD_DIR)");
+  app.add_option("--baseline-dir", baseline_dir,
+                 "Baseline directory with performance.json (default: $DIT_BASELINE_DIR)");
+  app.add_option(
+      "--classification", classification,
+      "exact, numerical, approximate or quantization, recorded in the report (default: $DIT_CLASSIFICATION)");
   CLI11_PARSE(app, argc, argv);
 
   if (run_dir.empty() || best_build_dir.empty()) {

@@ -51,7 +51,8 @@ std::string trimmed(std::string text) {
   return text.substr(start);
 }
 
-std::optional<std::string> consistent_hash(const Measurement& measurement, GateReport& report, const std::string& side) {
+std::optional<std::string> consistent_hash(const Measurement& measurement, GateReport& report,
+                                           const std::string& side) {
   if (measurement.hashes.empty()) return std::nullopt;
   std::set<std::string> distinct(measurement.hashes.begin(), measurement.hashes.end());
   if (distinct.size() > 1) {
@@ -102,7 +103,8 @@ Summary summarize(const Measurement& measurement) {
   Summary summary;
   summary.count = measurement.samples.size();
   summary.median = median(measurement.samples);
-  summary.p95 = measurement.p95_counter.empty() ? percentile(measurement.samples, 0.95) : median(measurement.p95_counter);
+  summary.p95 =
+      measurement.p95_counter.empty() ? percentile(measurement.samples, 0.95) : median(measurement.p95_counter);
   if (!measurement.peak_memory.empty()) {
     double peak = 0.0;
     for (double value : measurement.peak_memory) peak = std::max(peak, value);
@@ -132,9 +134,9 @@ GateReport evaluate_performance(const Lane& lane, double min_improvement_percent
   report.gate = "performance";
   const auto minimum_count = static_cast<std::size_t>(lane.repetitions);
   if (candidate.samples.size() < minimum_count || best.samples.size() < minimum_count) {
-    report.reasons.push_back("too few samples of " + lane.objective.name + ": candidate " +
-                             std::to_string(candidate.samples.size()) + ", best " + std::to_string(best.samples.size()) +
-                             " (need " + std::to_string(minimum_count) + " each)");
+    report.reasons.push_back(
+        "too few samples of " + lane.objective.name + ": candidate " + std::to_string(candidate.samples.size()) +
+        ", best " + std::to_string(best.samples.size()) + " (need " + std::to_string(minimum_count) + " each)");
     return report;
   }
   Summary candidate_summary = summarize(candidate);
@@ -213,12 +215,12 @@ std::optional<std::string> expected_output_hash(const Lane& lane, const std::fil
   const std::string& reported_case = candidate.cases.front();
   if (!manifest.contains("cases") || !manifest["cases"].contains(reported_case)) {
     throw Error(ErrorKind::invalid_file,
-                     file.string() + " has no case '" + reported_case + "' (the case the benchmark rendered)");
+                file.string() + " has no case '" + reported_case + "' (the case the benchmark rendered)");
   }
   const nlohmann::json& entry = manifest["cases"][reported_case];
   if (!entry.contains(lane.objective.expected_hash_field) || !entry[lane.objective.expected_hash_field].is_string()) {
     throw Error(ErrorKind::invalid_file, file.string() + ": case '" + reported_case + "' has no string field '" +
-                                                       lane.objective.expected_hash_field + "'");
+                                             lane.objective.expected_hash_field + "'");
   }
   return entry[lane.objective.expected_hash_field].get<std::string>();
 }
@@ -228,7 +230,8 @@ GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Meas
   report.gate = "performance";
   const auto minimum_count = static_cast<std::size_t>(lane.repetitions);
   if (first.samples.size() < minimum_count || second.samples.size() < minimum_count) {
-    report.reasons.push_back("too few samples for the A/A comparison (need " + std::to_string(minimum_count) + " each)");
+    report.reasons.push_back("too few samples for the A/A comparison (need " + std::to_string(minimum_count) +
+                             " each)");
     return report;
   }
   Summary first_summary = summarize(first);
@@ -238,20 +241,17 @@ GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Meas
     if (middle == 0.0) return 0.0;
     return (percentile(samples, 0.75) - percentile(samples, 0.25)) / 2.0 / std::abs(middle) * 100.0;
   };
-  double median_difference = std::abs(improvement_percent(lane.objective.direction, first_summary.median,
-                                                          second_summary.median));
+  double median_difference =
+      std::abs(improvement_percent(lane.objective.direction, first_summary.median, second_summary.median));
   double noise = std::max({median_difference, half_iqr_percent(first.samples), half_iqr_percent(second.samples)});
   MannWhitneyResult test = mann_whitney_u(first.samples, second.samples);
-  report.details = {{"mode", "A/A"},
-                    {"candidate", first_summary.to_json()},
-                    {"best", second_summary.to_json()},
-                    {"noise_percent", noise},
-                    {"median_difference_percent", median_difference},
-                    {"p_value", test.p_value}};
+  report.details = {
+      {"mode", "A/A"},          {"candidate", first_summary.to_json()},           {"best", second_summary.to_json()},
+      {"noise_percent", noise}, {"median_difference_percent", median_difference}, {"p_value", test.p_value}};
   report.details["candidate"]["samples"] = first.samples;
   report.details["best"]["samples"] = second.samples;
-  report.details["objective"] = {{"name", lane.objective.name}, {"unit", lane.objective.unit},
-                                 {"direction", to_string(lane.objective.direction)}};
+  report.details["objective"] = {
+      {"name", lane.objective.name}, {"unit", lane.objective.unit}, {"direction", to_string(lane.objective.direction)}};
   std::optional<std::string> first_hash = consistent_hash(first, report, "first build");
   if (first_hash) report.details["output_hash"] = *first_hash;
   report.passed = report.reasons.empty();

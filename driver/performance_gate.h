@@ -19,11 +19,11 @@ inline constexpr double kSignificanceLevel = 0.05;
 
 // One side's measurements of the objective: one sample per benchmark entry that matched.
 struct Measurement {
-  std::vector<double> samples;       // the objective, in the lane's unit
-  std::vector<double> p95_counter;   // per sample, when the lane names a p95 counter
-  std::vector<double> peak_memory;   // per sample, when the lane names a memory counter
-  std::vector<std::string> hashes;   // per sample, when the benchmark reports one
-  std::vector<std::string> cases;    // the label's "case=" token, when present
+  std::vector<double> samples;      // the objective, in the lane's unit
+  std::vector<double> p95_counter;  // per sample, when the lane names a p95 counter
+  std::vector<double> peak_memory;  // per sample, when the lane names a memory counter
+  std::vector<std::string> hashes;  // per sample, when the benchmark reports one
+  std::vector<std::string> cases;   // the label's "case=" token, when present
 };
 
 // Adds the matching entries of one benchmark run. Throws dit::Error when an entry reported an

@@ -29,8 +29,8 @@ std::string stage_column(const std::string& stage) {
 }
 
 void report_stage(const RunRequest& request, const std::string& stage, const ProcessResult& result) {
-  progress(request) << stage_column(stage) << (result.succeeded() ? "ok    " : "FAILED ")
-                    << std::fixed << std::setprecision(1) << result.seconds << " s"
+  progress(request) << stage_column(stage) << (result.succeeded() ? "ok    " : "FAILED ") << std::fixed
+                    << std::setprecision(1) << result.seconds << " s"
                     << (result.succeeded() ? "" : "  (" + result.describe() + ")") << "\n"
                     << std::flush;
 }
@@ -72,8 +72,8 @@ std::optional<std::string> configure_and_build(const RunRequest& request, const 
   report_stage(request, log_prefix + "configure", configure);
   if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
-  ProcessResult build = run_stage(request, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
-                                  config.timeouts.build);
+  ProcessResult build =
+      run_stage(request, {"cmake", "--build", "--preset", lane.build_preset}, build_log, config.timeouts.build);
   report_stage(request, log_prefix + "build", build);
   return stage_failure(log_prefix + "build", build, build_log);
 }
@@ -106,8 +106,7 @@ RunFacts run_commit(const RunRequest& request) {
     // gate's interleaved runs, minutes on a GPU) would not change it.
     if (quality_failed()) {
       facts.skipped_presets.push_back(preset);
-      progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n"
-                        << std::flush;
+      progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n" << std::flush;
       continue;
     }
     fs::path listing = request.run_dir / ("tests-" + preset + ".json");
@@ -123,8 +122,8 @@ RunFacts run_commit(const RunRequest& request) {
     auto left = std::chrono::duration_cast<std::chrono::seconds>(test_deadline - std::chrono::steady_clock::now());
     fs::path junit = request.run_dir / ("junit-" + preset + ".xml");
     fs::path console = request.run_dir / ("ctest-" + preset + ".log");
-    ProcessResult tested = run_stage(request, {"ctest", "--preset", preset, "--output-junit", junit.string()},
-                                     console, static_cast<int>(std::max<long>(1, left.count())));
+    ProcessResult tested = run_stage(request, {"ctest", "--preset", preset, "--output-junit", junit.string()}, console,
+                                     static_cast<int>(std::max<long>(1, left.count())));
     report_stage(request, "tests (" + preset + ")", tested);
     if (tested.timed_out || tested.signal != 0 || !tested.started) {
       facts.stage_failure = stage_failure("tests (" + preset + ")", tested, console);

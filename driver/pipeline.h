@@ -19,16 +19,16 @@ namespace dit::ar {
 struct RunRequest {
   const Config* config = nullptr;
   const Lane* lane = nullptr;
-  std::filesystem::path source_dir;     // the tree to build (the checkout, or best/src)
+  std::filesystem::path source_dir;  // the tree to build (the checkout, or best/src)
   std::filesystem::path run_dir;
   std::filesystem::path best_build_dir;
   std::filesystem::path baseline_dir;
-  std::string classification;           // exact, numerical, approximate or quantization
-  bool noise_measurement = false;       // the baseline's run: the performance gate measures A/A noise
-  double min_improvement_percent = 0.0; // the effective one, written to lane.json
-  std::ostream* progress = nullptr;     // one line per stage
+  std::string classification;                       // exact, numerical, approximate or quantization
+  bool noise_measurement = false;                   // the baseline's run: the performance gate measures A/A noise
+  double min_improvement_percent = 0.0;             // the effective one, written to lane.json
+  std::ostream* progress = nullptr;                 // one line per stage
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json
-  bool already_built = false;           // run_commit skips configure and build
+  bool already_built = false;                       // run_commit skips configure and build
 };
 
 // DIT_RUN_DIR, DIT_BASELINE_DIR, DIT_BEST_BUILD_DIR, DIT_CLASSIFICATION, DIT_LANE.

@@ -57,8 +57,7 @@ std::vector<int> children_of_this_process() {
 bool group_alive(int process_group) { return ::kill(-process_group, 0) == 0 || errno == EPERM; }
 
 void reap_without_blocking() {
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
 }
 
 // Ends the group and every adopted orphan, and waits until none is left (or the sweep limit).
@@ -100,9 +99,12 @@ int open_for_append(const std::filesystem::path& path) {
 std::string ProcessResult::describe() const {
   if (!started) return "could not start: " + error;
   std::string text;
-  if (timed_out) text = "timed out after " + std::to_string(static_cast<long>(seconds)) + " s; process group killed";
-  else if (signal != 0) text = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
-  else text = "exit code " + std::to_string(exit_code);
+  if (timed_out)
+    text = "timed out after " + std::to_string(static_cast<long>(seconds)) + " s; process group killed";
+  else if (signal != 0)
+    text = "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+  else
+    text = "exit code " + std::to_string(exit_code);
   return text;
 }
 

@@ -14,22 +14,22 @@
 namespace dit::ar {
 
 struct ProcessOptions {
-  std::vector<std::string> argv;                       // argv[0] is looked up in PATH
-  std::filesystem::path working_dir;                   // empty: the current folder
-  std::map<std::string, std::string> environment;      // added to (or replacing) the inherited ones
-  std::filesystem::path log_path;                      // stdout and stderr appended here (empty: inherited)
-  std::optional<std::filesystem::path> stdout_path;    // stdout alone to this file instead
-  std::chrono::seconds timeout{0};                     // zero: no limit
-  std::function<void(int process_group)> on_start;     // told the group id once it exists
+  std::vector<std::string> argv;                     // argv[0] is looked up in PATH
+  std::filesystem::path working_dir;                 // empty: the current folder
+  std::map<std::string, std::string> environment;    // added to (or replacing) the inherited ones
+  std::filesystem::path log_path;                    // stdout and stderr appended here (empty: inherited)
+  std::optional<std::filesystem::path> stdout_path;  // stdout alone to this file instead
+  std::chrono::seconds timeout{0};                   // zero: no limit
+  std::function<void(int process_group)> on_start;   // told the group id once it exists
 };
 
 struct ProcessResult {
-  bool started = false;     // false when the program could not be executed at all
-  int exit_code = -1;       // valid when it exited normally
-  int signal = 0;           // the signal that ended it, if one did
-  bool timed_out = false;   // the driver killed it at the limit
+  bool started = false;    // false when the program could not be executed at all
+  int exit_code = -1;      // valid when it exited normally
+  int signal = 0;          // the signal that ended it, if one did
+  bool timed_out = false;  // the driver killed it at the limit
   double seconds = 0.0;
-  std::string error;        // why it did not start, if it did not
+  std::string error;  // why it did not start, if it did not
 
   bool succeeded() const { return started && !timed_out && signal == 0 && exit_code == 0; }
   std::string describe() const;  // "exit code 2", "killed by signal 11 (Segmentation fault)", ...

@@ -32,7 +32,8 @@ struct ProfileOptions {
 int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
   Config config = load_session_config(options);
   StateDirectory state(config.state_dir);
-  std::string lane_name = state.has_session() ? state.load_session().value("lane", config.default_lane) : config.default_lane;
+  std::string lane_name =
+      state.has_session() ? state.load_session().value("lane", config.default_lane) : config.default_lane;
   const Lane& lane = config.lane(lane_name);
   fs::path build_dir = profile.build_dir.empty() ? config.source_dir / lane.build_dir : fs::path(profile.build_dir);
   fs::path tool = build_dir / kProfileTool;
@@ -55,9 +56,18 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
   if (profile.ncu) {
     fs::path ncu = "ncu";
     if (fs::exists("/usr/local/cuda/bin/ncu")) ncu = "/usr/local/cuda/bin/ncu";
-    process.argv = {ncu.string(), "--clock-control", "none", "--nvtx", "--target-processes", "all",
-                    "--launch-count", std::to_string(profile.ncu_launch_count),
-                    "--export", (output / "ncu-report").string(), "--force-overwrite", tool.string()};
+    process.argv = {ncu.string(),
+                    "--clock-control",
+                    "none",
+                    "--nvtx",
+                    "--target-processes",
+                    "all",
+                    "--launch-count",
+                    std::to_string(profile.ncu_launch_count),
+                    "--export",
+                    (output / "ncu-report").string(),
+                    "--force-overwrite",
+                    tool.string()};
   } else {
     process.argv = {tool.string()};
   }

@@ -17,8 +17,8 @@ std::optional<double> read_optional(const nlohmann::json& document, const char* 
 }
 
 Status parse_status(const std::string& text) {
-  for (Status status : {Status::keep, Status::discard_quality, Status::discard_performance, Status::crash,
-                        Status::rejected}) {
+  for (Status status :
+       {Status::keep, Status::discard_quality, Status::discard_performance, Status::crash, Status::rejected}) {
     if (to_string(status) == text) return status;
   }
   return Status::crash;
@@ -108,8 +108,8 @@ void fill_objective(ExperimentRecord& record, const std::vector<nlohmann::json>&
   if (details.contains("objective")) {
     const auto& objective = details["objective"];
     record.unit = objective.value("unit", "");
-    record.objective_name = objective.value("name", "") + " (" + record.unit + ", " +
-                            objective.value("direction", "lower") + " is better)";
+    record.objective_name =
+        objective.value("name", "") + " (" + record.unit + ", " + objective.value("direction", "lower") + " is better)";
   }
   if (details.contains("candidate")) {
     record.candidate_value = read_optional(details["candidate"], "median");
@@ -125,13 +125,14 @@ void apply_record(GitRepository& repository, const StateDirectory& state, const 
   if (record.status == Status::keep) {
     repository.set_reference(kBestRef, record.commit,
                              "dit-ar: " + record.kind + " " + short_id(record.commit) + " is the best");
-    state.store_best({{"commit", record.commit},
-                      {"lane", record.lane},
-                      {"objective", record.objective_name},
-                      {"unit", record.unit},
-                      {"value", record.candidate_value ? nlohmann::json(*record.candidate_value) : nlohmann::json(nullptr)},
-                      {"run_dir", record.run_dir},
-                      {"timestamp", record.timestamp}});
+    state.store_best(
+        {{"commit", record.commit},
+         {"lane", record.lane},
+         {"objective", record.objective_name},
+         {"unit", record.unit},
+         {"value", record.candidate_value ? nlohmann::json(*record.candidate_value) : nlohmann::json(nullptr)},
+         {"run_dir", record.run_dir},
+         {"timestamp", record.timestamp}});
   } else if (record.kind == "experiment") {
     repository.set_reference(kDiscardedRefPrefix + record.commit, record.commit,
                              "dit-ar: " + to_string(record.status) + " " + short_id(record.commit));

@@ -21,14 +21,14 @@ struct ExperimentRecord {
   std::string timestamp;
   std::string commit;
   std::string parent;
-  std::string best_before;          // the best commit when the run started (empty for a baseline)
+  std::string best_before;  // the best commit when the run started (empty for a baseline)
   std::string lane;
   std::string gpu;
   Status status = Status::crash;
   std::string classification;
   std::string description;
   std::vector<std::string> reasons;
-  std::string objective_name;       // "BM_E2E/256 real_time (ms, lower is better)"
+  std::string objective_name;  // "BM_E2E/256 real_time (ms, lower is better)"
   std::string unit;
   std::optional<double> best_value;       // the best's median, measured in this run
   std::optional<double> candidate_value;  // the candidate's median
@@ -36,7 +36,7 @@ struct ExperimentRecord {
   std::optional<double> p_value;
   std::optional<double> peak_memory;
   std::string quality;
-  std::string run_dir;              // relative to the state directory
+  std::string run_dir;  // relative to the state directory
 
   nlohmann::json to_json() const;
   static ExperimentRecord from_json(const nlohmann::json& document);

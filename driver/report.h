@@ -67,7 +67,7 @@ struct ReportInput {
   std::string project;
   std::filesystem::path state_dir;
   bool has_session = false;
-  nlohmann::json session;  // session.json, or an empty object
+  nlohmann::json session;              // session.json, or an empty object
   std::optional<nlohmann::json> best;  // best.json
   std::string lane;
   std::string objective_label;  // "BM_E2E_Image/256 real_time (ms, lower is better)"
@@ -94,8 +94,8 @@ std::string render_objective_chart(const ReportInput& input);
 // black (identical) through red and yellow to white (the largest difference in the image).
 struct DifferenceMap {
   Image heatmap;
-  int max_difference = 0;     // in 8-bit levels
-  double mean_difference = 0; // over pixels, of the per-pixel largest channel difference
+  int max_difference = 0;      // in 8-bit levels
+  double mean_difference = 0;  // over pixels, of the per-pixel largest channel difference
 };
 DifferenceMap difference_heatmap(const Image& baseline, const Image& best);
 

@@ -21,8 +21,8 @@ int run_report(const CommonOptions& options, const std::string& out) {
   std::filesystem::path path = out.empty() ? config.state_dir / kDefaultReportName : std::filesystem::path(out);
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   write_file_atomic(path, render_report_html(input));
-  std::cout << "dit-ar report: " << input.results.rows.size() << " row(s), " << input.gallery.size() << " quality case(s), "
-            << input.benchmarks.size() << " benchmark file(s) compared\n";
+  std::cout << "dit-ar report: " << input.results.rows.size() << " row(s), " << input.gallery.size()
+            << " quality case(s), " << input.benchmarks.size() << " benchmark file(s) compared\n";
   std::cout << "wrote " << std::filesystem::absolute(path).string() << "\n";
   return kExitKeep;
 }

@@ -14,8 +14,8 @@ namespace dit::ar {
 namespace {
 
 const std::vector<std::string> kStatusOrder{"KEEP", "DISCARD-PERFORMANCE", "DISCARD-QUALITY", "CRASH", "REJECTED"};
-const std::vector<std::string> kLeadingColumns{"commit", "status", "classification", "candidate", "best_before",
-                                               "improvement_percent", "p_value", "description"};
+const std::vector<std::string> kLeadingColumns{
+    "commit", "status", "classification", "candidate", "best_before", "improvement_percent", "p_value", "description"};
 // Columns holding a full commit id, shown shortened with the full id as a tooltip.
 const std::vector<std::string> kCommitColumns{"commit", "parent"};
 
@@ -100,10 +100,12 @@ bool looks_numeric(const std::string& text) {
 }
 
 void header_section(std::ostream& html, const ReportInput& input) {
-  html << "<header>\n<h1>" << html_escape(input.project.empty() ? "DiT AutoResearch" : input.project) << ": research report</h1>\n";
+  html << "<header>\n<h1>" << html_escape(input.project.empty() ? "DiT AutoResearch" : input.project)
+       << ": research report</h1>\n";
   if (!input.has_session) {
     html << "<p class=\"empty\">No research session in " << html_escape(input.state_dir.string())
-         << " yet: start one with <code>dit-ar init</code> on a branch autoresearch/&lt;tag&gt;, then <code>dit-ar baseline</code>.</p>\n";
+         << " yet: start one with <code>dit-ar init</code> on a branch autoresearch/&lt;tag&gt;, then <code>dit-ar "
+            "baseline</code>.</p>\n";
   } else {
     html << "<p class=\"meta\">branch <b>" << html_escape(input.session.value("branch", "?")) << "</b>, lane <b>"
          << html_escape(input.lane) << "</b>";
@@ -112,7 +114,8 @@ void header_section(std::ostream& html, const ReportInput& input) {
     }
     html << "</p>\n";
   }
-  if (!input.objective_label.empty()) html << "<p class=\"meta\">objective: " << html_escape(input.objective_label) << "</p>\n";
+  if (!input.objective_label.empty())
+    html << "<p class=\"meta\">objective: " << html_escape(input.objective_label) << "</p>\n";
   if (input.best && input.best->is_object()) {
     const auto& best = *input.best;
     html << "<p class=\"meta\">best commit <code>" << html_escape(best.value("commit", "").substr(0, 12)) << "</code>";
@@ -145,13 +148,13 @@ void counts_section(std::ostream& html, const ReportInput& input) {
     html << "<p class=\"empty\">No experiments yet: results.tsv has no rows.</p>\n</section>\n";
     return;
   }
-  html << "<p>" << experiments << " experiment(s) after the baseline" << (baseline_recorded ? "" : " (no baseline recorded)")
-       << ".</p>\n<ul class=\"counts\">\n";
+  html << "<p>" << experiments << " experiment(s) after the baseline"
+       << (baseline_recorded ? "" : " (no baseline recorded)") << ".</p>\n<ul class=\"counts\">\n";
   html << "<li class=\"baseline\" data-status=\"baseline\"><span class=\"count\">" << (baseline_recorded ? 1 : 0)
        << "</span>baseline</li>\n";
   for (const auto& status : kStatusOrder) {
-    html << "<li class=\"" << lower_case(status) << "\" data-status=\"" << status << "\"><span class=\"count\">" << counts[status]
-         << "</span>" << status << "</li>\n";
+    html << "<li class=\"" << lower_case(status) << "\" data-status=\"" << status << "\"><span class=\"count\">"
+         << counts[status] << "</span>" << status << "</li>\n";
   }
   html << "</ul>\n</section>\n";
 }
@@ -159,10 +162,12 @@ void counts_section(std::ostream& html, const ReportInput& input) {
 void chart_section(std::ostream& html, const ReportInput& input) {
   html << "<section id=\"objective\">\n<h2>Objective over experiments</h2>\n";
   if (input.results.rows.empty()) {
-    html << "<p class=\"empty\">No experiments yet: the chart appears after <code>dit-ar baseline</code>.</p>\n</section>\n";
+    html << "<p class=\"empty\">No experiments yet: the chart appears after <code>dit-ar "
+            "baseline</code>.</p>\n</section>\n";
     return;
   }
-  html << "<p class=\"meta\">Each experiment's candidate as the performance gate measured it (median of its repetitions); "
+  html << "<p class=\"meta\">Each experiment's candidate as the performance gate measured it (median of its "
+          "repetitions); "
           "the running best is the latest KEEP's value. Hover a marker for its commit and description.</p>\n";
   html << "<div class=\"chart\">" << render_objective_chart(input) << "</div>\n";
   html << "<div class=\"legend\"><span class=\"baseline\">baseline</span><span class=\"keep\">KEEP</span>"
@@ -180,7 +185,8 @@ void results_section(std::ostream& html, const ReportInput& input) {
     std::vector<std::size_t> order;
     for (const auto& name : kLeadingColumns) {
       auto found = std::find(input.results.header.begin(), input.results.header.end(), name);
-      if (found != input.results.header.end()) order.push_back(static_cast<std::size_t>(found - input.results.header.begin()));
+      if (found != input.results.header.end())
+        order.push_back(static_cast<std::size_t>(found - input.results.header.begin()));
     }
     for (std::size_t column = 0; column < input.results.header.size(); ++column) {
       if (std::find(order.begin(), order.end(), column) == order.end()) order.push_back(column);
@@ -190,21 +196,22 @@ void results_section(std::ostream& html, const ReportInput& input) {
     html << "</tr></thead>\n<tbody>\n";
     for (std::size_t index = 0; index < input.results.rows.size(); ++index) {
       const auto& row = input.results.rows[index];
-      html << "<tr class=\"result-row " << lower_case(row.status) << "\" data-line=\"" << row.line << "\"><td class=\"number\">"
-           << index << "</td>";
+      html << "<tr class=\"result-row " << lower_case(row.status) << "\" data-line=\"" << row.line
+           << "\"><td class=\"number\">" << index << "</td>";
       for (std::size_t column : order) {
         const std::string& name = input.results.header[column];
         const std::string& value = row.fields[column];
         bool is_commit = std::find(kCommitColumns.begin(), kCommitColumns.end(), name) != kCommitColumns.end();
         if (is_commit) {
-          html << "<td class=\"commit\" title=\"" << html_escape(value) << "\">" << html_escape(value.substr(0, 8)) << "</td>";
+          html << "<td class=\"commit\" title=\"" << html_escape(value) << "\">" << html_escape(value.substr(0, 8))
+               << "</td>";
         } else if (name == "status") {
           html << "<td class=\"status\">" << html_escape(value) << "</td>";
         } else if (looks_numeric(value)) {
           html << "<td class=\"number\">" << html_escape(value) << "</td>";
         } else {
-          html << "<td" << (name == "description" || name == "quality" ? " class=\"text\"" : "") << ">" << html_escape(value)
-               << "</td>";
+          html << "<td" << (name == "description" || name == "quality" ? " class=\"text\"" : "") << ">"
+               << html_escape(value) << "</td>";
         }
       }
       html << "</tr>\n";
@@ -212,7 +219,8 @@ void results_section(std::ostream& html, const ReportInput& input) {
     html << "</tbody></table></div>\n";
   }
   if (input.results.torn_last_line) {
-    html << "<p class=\"note\">The last line of results.tsv is incomplete (a writer was killed mid-line); like dit-ar, the "
+    html << "<p class=\"note\">The last line of results.tsv is incomplete (a writer was killed mid-line); like dit-ar, "
+            "the "
             "report does not count it as a row.</p>\n";
   }
   html << "</section>\n";
@@ -235,13 +243,15 @@ void benchmark_section(std::ostream& html, const ReportInput& input) {
          << "preset runs them).</p>\n</section>\n";
     return;
   }
-  html << "<p class=\"meta\">Median real time per benchmark in the baseline's run (" << html_escape(input.baseline_run_dir)
-       << ") and the best's (" << html_escape(input.best_run_dir)
-       << "). These are the smoke runs of each test preset, measured in different runs: a hint of where time moved, not a "
+  html << "<p class=\"meta\">Median real time per benchmark in the baseline's run ("
+       << html_escape(input.baseline_run_dir) << ") and the best's (" << html_escape(input.best_run_dir)
+       << "). These are the smoke runs of each test preset, measured in different runs: a hint of where time moved, "
+          "not a "
           "decision (the performance gate decides, interleaved).</p>\n";
   for (const auto& file : input.benchmarks) {
-    html << "<h3>" << html_escape(file.file_name) << "</h3>\n<div class=\"table-wrap\"><table class=\"benchmarks\" data-file=\""
-         << html_escape(file.file_name) << "\">\n<thead><tr><th>benchmark</th><th>baseline</th><th>best</th><th>delta</th>"
+    html << "<h3>" << html_escape(file.file_name)
+         << "</h3>\n<div class=\"table-wrap\"><table class=\"benchmarks\" data-file=\"" << html_escape(file.file_name)
+         << "\">\n<thead><tr><th>benchmark</th><th>baseline</th><th>best</th><th>delta</th>"
          << "<th>unit</th><th>note</th></tr></thead>\n<tbody>\n";
     for (const auto& delta : file.deltas) {
       html << "<tr class=\"benchmark-row\"><td>" << html_escape(delta.name) << "</td><td class=\"number\">"
@@ -249,7 +259,11 @@ void benchmark_section(std::ostream& html, const ReportInput& input) {
            << (delta.best_time ? number(*delta.best_time) : "&mdash;") << "</td>";
       if (delta.baseline_time && delta.best_time && *delta.baseline_time > 0) {
         double change = (*delta.best_time - *delta.baseline_time) / *delta.baseline_time * 100.0;
-        html << "<td class=\"number " << (change < 0 ? "faster" : change > 0 ? "slower" : "") << "\">" << percent(change) << "</td>";
+        html << "<td class=\"number "
+             << (change < 0   ? "faster"
+                 : change > 0 ? "slower"
+                              : "")
+             << "\">" << percent(change) << "</td>";
       } else {
         html << "<td class=\"number\">&mdash;</td>";
       }
@@ -265,8 +279,8 @@ void benchmark_section(std::ostream& html, const ReportInput& input) {
 
 void gallery_image(std::ostream& html, const std::string& png_bytes, const std::string& kind, const std::string& alt,
                    const std::string& caption) {
-  html << "<div><img class=\"case-image " << kind << "\" alt=\"" << html_escape(alt) << "\" src=\"" << png_data_uri(png_bytes)
-       << "\">" << html_escape(caption) << "</div>";
+  html << "<div><img class=\"case-image " << kind << "\" alt=\"" << html_escape(alt) << "\" src=\""
+       << png_data_uri(png_bytes) << "\">" << html_escape(caption) << "</div>";
 }
 
 void gallery_missing(std::ostream& html, const std::string& what) {
@@ -277,12 +291,15 @@ void gallery_section(std::ostream& html, const ReportInput& input) {
   html << "<section id=\"gallery\">\n<h2>Quality cases: baseline, best, difference</h2>\n";
   if (input.gallery.empty()) {
     html << "<p class=\"empty\">No images: the baseline has no rendered quality cases (golden PNGs under "
-         << html_escape((input.state_dir / "baseline" / "quality").string()) << "/&lt;set&gt;/golden/).</p>\n</section>\n";
+         << html_escape((input.state_dir / "baseline" / "quality").string())
+         << "/&lt;set&gt;/golden/).</p>\n</section>\n";
     return;
   }
-  html << "<p class=\"meta\">Baseline: the golden render recorded by <code>dit-ar baseline</code>. Best: the best commit's "
-          "render in its run directory. Difference: per pixel the largest channel difference, black where identical and "
-          "white at the largest difference in that image.</p>\n<div class=\"gallery\">\n";
+  html
+      << "<p class=\"meta\">Baseline: the golden render recorded by <code>dit-ar baseline</code>. Best: the best "
+         "commit's "
+         "render in its run directory. Difference: per pixel the largest channel difference, black where identical and "
+         "white at the largest difference in that image.</p>\n<div class=\"gallery\">\n";
   for (const auto& gallery_case : input.gallery) {
     html << "<figure class=\"case\" data-set=\"" << html_escape(gallery_case.set) << "\" data-case=\""
          << html_escape(gallery_case.case_id) << "\"><figcaption>" << html_escape(gallery_case.set) << " / "
@@ -307,9 +324,9 @@ void gallery_section(std::ostream& html, const ReportInput& input) {
     if (baseline && best) {
       try {
         DifferenceMap map = difference_heatmap(*baseline, *best);
-        std::string caption = map.max_difference == 0
-                                  ? "identical"
-                                  : "max " + std::to_string(map.max_difference) + " levels, mean " + number(map.mean_difference, 3);
+        std::string caption = map.max_difference == 0 ? "identical"
+                                                      : "max " + std::to_string(map.max_difference) + " levels, mean " +
+                                                            number(map.mean_difference, 3);
         gallery_image(html, encode_png(map.heatmap), "difference", gallery_case.case_id + " difference", caption);
       } catch (const Error& error) {
         gallery_missing(html, std::string("no difference: ") + error.what());
@@ -344,8 +361,8 @@ std::string render_report_html(const ReportInput& input) {
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
        << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>"
-       << html_escape(input.project.empty() ? "DiT AutoResearch" : input.project) << " research report</title>\n<style>" << kStyle
-       << "</style>\n</head>\n<body>\n<main>\n";
+       << html_escape(input.project.empty() ? "DiT AutoResearch" : input.project) << " research report</title>\n<style>"
+       << kStyle << "</style>\n</head>\n<body>\n<main>\n";
   header_section(html, input);
   counts_section(html, input);
   chart_section(html, input);

@@ -13,12 +13,8 @@ namespace {
 
 // Colour stops of the heatmap, from no difference to the largest: black, dark red, red,
 // orange, yellow, white. Perceptually ordered, so a reader sees where the error concentrates.
-constexpr std::array<std::array<int, 3>, 6> kHeatStops{{{0, 0, 0},
-                                                         {110, 0, 20},
-                                                         {215, 30, 30},
-                                                         {250, 140, 20},
-                                                         {250, 230, 60},
-                                                         {255, 255, 255}}};
+constexpr std::array<std::array<int, 3>, 6> kHeatStops{
+    {{0, 0, 0}, {110, 0, 20}, {215, 30, 30}, {250, 140, 20}, {250, 230, 60}, {255, 255, 255}}};
 
 std::array<unsigned char, 3> heat_colour(double fraction) {
   fraction = std::clamp(fraction, 0.0, 1.0) * (kHeatStops.size() - 1);
@@ -37,8 +33,8 @@ std::array<unsigned char, 3> heat_colour(double fraction) {
 DifferenceMap difference_heatmap(const Image& baseline, const Image& best) {
   if (baseline.width != best.width || baseline.height != best.height) {
     throw Error(ErrorKind::invalid_argument, "images of different sizes (" + std::to_string(baseline.width) + "x" +
-                                                 std::to_string(baseline.height) + " and " + std::to_string(best.width) +
-                                                 "x" + std::to_string(best.height) + ")");
+                                                 std::to_string(baseline.height) + " and " +
+                                                 std::to_string(best.width) + "x" + std::to_string(best.height) + ")");
   }
   const std::size_t pixels = static_cast<std::size_t>(baseline.width) * baseline.height;
   std::vector<int> difference(pixels, 0);

@@ -119,7 +119,8 @@ void load_benchmarks(ReportInput& input) {
   std::vector<std::string> files;
   for (const auto& entry : fs::directory_iterator(baseline_bench)) {
     std::string name = entry.path().filename().string();
-    if (!entry.is_regular_file() || entry.path().extension() != ".json" || std::regex_match(name, kPerformanceGateRun)) continue;
+    if (!entry.is_regular_file() || entry.path().extension() != ".json" || std::regex_match(name, kPerformanceGateRun))
+      continue;
     if (fs::exists(best_bench / name)) files.push_back(name);
   }
   std::sort(files.begin(), files.end(), [](const std::string& left, const std::string& right) {
@@ -139,14 +140,16 @@ void load_benchmarks(ReportInput& input) {
 // Every case with a golden image (or, without a recorded golden, a baseline render).
 void load_gallery(ReportInput& input) {
   fs::path baseline_quality = input.state_dir / "baseline" / "quality";
-  fs::path baseline_run_quality = input.baseline_run_dir.empty() ? fs::path() : input.state_dir / input.baseline_run_dir / "quality";
+  fs::path baseline_run_quality =
+      input.baseline_run_dir.empty() ? fs::path() : input.state_dir / input.baseline_run_dir / "quality";
   fs::path best_quality = input.best_run_dir.empty() ? fs::path() : input.state_dir / input.best_run_dir / "quality";
   std::vector<std::string> sets;
   for (const auto& root : {baseline_quality, baseline_run_quality}) {
     if (root.empty() || !fs::is_directory(root)) continue;
     for (const auto& entry : fs::directory_iterator(root)) {
       std::string set = entry.path().filename().string();
-      if (entry.is_directory() && set != "gates" && std::find(sets.begin(), sets.end(), set) == sets.end()) sets.push_back(set);
+      if (entry.is_directory() && set != "gates" && std::find(sets.begin(), sets.end(), set) == sets.end())
+        sets.push_back(set);
     }
   }
   std::sort(sets.begin(), sets.end());
@@ -200,8 +203,8 @@ ReportInput load_report_input(const Config& config) {
     const Objective& objective = lane->second.objective;
     input.unit = objective.unit;
     input.lower_is_better = objective.direction == Direction::lower;
-    input.objective_label =
-        objective.name + " " + objective.metric + " (" + objective.unit + ", " + (input.lower_is_better ? "lower" : "higher") + " is better)";
+    input.objective_label = objective.name + " " + objective.metric + " (" + objective.unit + ", " +
+                            (input.lower_is_better ? "lower" : "higher") + " is better)";
   } else {
     input.notes.push_back("lane '" + input.lane + "' is not in the config; the chart assumes lower is better");
   }

@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kColumnsRead{"status", "classification", "commit", "candidate", "description", "run_dir"};
+const std::vector<std::string> kColumnsRead{"status",    "classification", "commit",
+                                            "candidate", "description",    "run_dir"};
 const std::set<std::string> kStatuses{"KEEP", "DISCARD-QUALITY", "DISCARD-PERFORMANCE", "CRASH", "REJECTED"};
 
 std::vector<std::string> split_tabs(const std::string& line) {
@@ -64,10 +65,12 @@ ResultsTable read_results_table(const fs::path& path) {
     if (line_number == 1) {
       table.header = fields;
       for (std::size_t i = 0; i < fields.size(); ++i) {
-        if (!column.emplace(fields[i], i).second) throw malformed(1, "column '" + fields[i] + "' appears twice in the header");
+        if (!column.emplace(fields[i], i).second)
+          throw malformed(1, "column '" + fields[i] + "' appears twice in the header");
       }
       for (const auto& name : kColumnsRead) {
-        if (!column.count(name)) throw malformed(1, "the header has no '" + name + "' column (is this dit-ar's results.tsv?)");
+        if (!column.count(name))
+          throw malformed(1, "the header has no '" + name + "' column (is this dit-ar's results.tsv?)");
       }
       continue;
     }

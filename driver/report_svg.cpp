@@ -15,7 +15,7 @@ namespace {
 
 constexpr double kWidth = 1000, kHeight = 380;
 constexpr double kLeft = 110, kRight = 20, kTop = 20, kBottom = 80;  // plot margins
-constexpr double kStripOffset = 30;  // the "not measured" strip, below the x axis
+constexpr double kStripOffset = 30;                                  // the "not measured" strip, below the x axis
 constexpr int kYTicks = 5;
 
 std::string number(double value, int precision = 4) {
@@ -73,13 +73,15 @@ std::string render_objective_chart(const ReportInput& input) {
   const double strip_y = axis_y + kStripOffset;
   const std::size_t count = rows.size();
   auto x_of = [&](std::size_t index) {
-    return count <= 1 ? kLeft + plot_width / 2 : kLeft + plot_width * static_cast<double>(index) / static_cast<double>(count - 1);
+    return count <= 1 ? kLeft + plot_width / 2
+                      : kLeft + plot_width * static_cast<double>(index) / static_cast<double>(count - 1);
   };
   auto y_of = [&](double value) { return kTop + plot_height * (high - value) / (high - low); };
 
   std::ostringstream svg;
-  svg << "<svg class=\"objective-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kWidth << " " << kHeight
-      << "\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" role=\"img\" aria-label=\"objective over experiments\">\n";
+  svg << "<svg class=\"objective-chart\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 " << kWidth << " "
+      << kHeight << "\" width=\"" << kWidth << "\" height=\"" << kHeight
+      << "\" role=\"img\" aria-label=\"objective over experiments\">\n";
 
   // Grid and y axis.
   double step = tick_step(high - low, kYTicks);
@@ -90,11 +92,11 @@ std::string render_objective_chart(const ReportInput& input) {
         << "<text class=\"tick\" x=\"" << coordinate(kLeft - 8) << "\" y=\"" << coordinate(y + 4)
         << "\" text-anchor=\"end\">" << number(std::abs(tick) < step * 1e-9 ? 0.0 : tick, 6) << "</text>\n";
   }
-  svg << "<line class=\"axis\" x1=\"" << kLeft << "\" y1=\"" << coordinate(axis_y) << "\" x2=\"" << coordinate(kLeft + plot_width)
-      << "\" y2=\"" << coordinate(axis_y) << "\"/>\n";
+  svg << "<line class=\"axis\" x1=\"" << kLeft << "\" y1=\"" << coordinate(axis_y) << "\" x2=\""
+      << coordinate(kLeft + plot_width) << "\" y2=\"" << coordinate(axis_y) << "\"/>\n";
   svg << "<text class=\"axis-label\" transform=\"translate(18," << coordinate(kTop + plot_height / 2)
-      << ") rotate(-90)\" text-anchor=\"middle\">" << html_escape(input.unit.empty() ? "objective" : "objective (" + input.unit + ")")
-      << "</text>\n";
+      << ") rotate(-90)\" text-anchor=\"middle\">"
+      << html_escape(input.unit.empty() ? "objective" : "objective (" + input.unit + ")") << "</text>\n";
   // x ticks: every row when they fit, else about twenty.
   std::size_t x_every = std::max<std::size_t>(1, (count + 19) / 20);
   for (std::size_t index = 0; index < count; index += x_every) {
@@ -116,7 +118,9 @@ std::string render_objective_chart(const ReportInput& input) {
 
   // The running best: the value of the latest KEEP, held until the next one, to the last row.
   std::ostringstream steps;
-  auto vertex = [&](std::size_t index, double value) { steps << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " "; };
+  auto vertex = [&](std::size_t index, double value) {
+    steps << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " ";
+  };
   std::optional<double> running;
   for (std::size_t index = 0; index < count; ++index) {
     const auto& row = rows[index];
@@ -136,7 +140,8 @@ std::string render_objective_chart(const ReportInput& input) {
     double y = row.candidate ? y_of(*row.candidate) : strip_y;
     std::ostringstream text;
     text << "#" << index << " " << row.commit.substr(0, 8) << " " << row.status << " "
-         << (row.candidate ? number(*row.candidate, 6) + " " + input.unit : std::string("(not measured)")) << ": " << row.description;
+         << (row.candidate ? number(*row.candidate, 6) + " " + input.unit : std::string("(not measured)")) << ": "
+         << row.description;
     const std::string title = text.str();
     const std::string classes = "point " + (row.is_baseline() ? std::string("baseline") : css_class(row.status));
     std::ostringstream attribute_text;
@@ -144,17 +149,20 @@ std::string render_objective_chart(const ReportInput& input) {
     const std::string attributes = attribute_text.str();
     if (row.status == "CRASH" || row.status == "REJECTED") {
       const double r = 5.5;
-      svg << "<path class=\"" << classes << "\"" << attributes << " d=\"M" << coordinate(x - r) << "," << coordinate(y - r) << " L"
-          << coordinate(x + r) << "," << coordinate(y + r) << " M" << coordinate(x - r) << "," << coordinate(y + r) << " L"
-          << coordinate(x + r) << "," << coordinate(y - r) << "\"><title>" << html_escape(title) << "</title></path>\n";
+      svg << "<path class=\"" << classes << "\"" << attributes << " d=\"M" << coordinate(x - r) << ","
+          << coordinate(y - r) << " L" << coordinate(x + r) << "," << coordinate(y + r) << " M" << coordinate(x - r)
+          << "," << coordinate(y + r) << " L" << coordinate(x + r) << "," << coordinate(y - r) << "\"><title>"
+          << html_escape(title) << "</title></path>\n";
     } else if (row.status == "DISCARD-QUALITY") {
       const double r = 6.5;
-      svg << "<path class=\"" << classes << "\"" << attributes << " d=\"M" << coordinate(x) << "," << coordinate(y - r) << " L"
-          << coordinate(x + r) << "," << coordinate(y) << " L" << coordinate(x) << "," << coordinate(y + r) << " L"
-          << coordinate(x - r) << "," << coordinate(y) << " Z\"><title>" << html_escape(title) << "</title></path>\n";
+      svg << "<path class=\"" << classes << "\"" << attributes << " d=\"M" << coordinate(x) << "," << coordinate(y - r)
+          << " L" << coordinate(x + r) << "," << coordinate(y) << " L" << coordinate(x) << "," << coordinate(y + r)
+          << " L" << coordinate(x - r) << "," << coordinate(y) << " Z\"><title>" << html_escape(title)
+          << "</title></path>\n";
     } else {
-      svg << "<circle class=\"" << classes << "\"" << attributes << " cx=\"" << coordinate(x) << "\" cy=\"" << coordinate(y)
-          << "\" r=\"" << (row.is_baseline() ? 7 : 5.5) << "\"><title>" << html_escape(title) << "</title></circle>\n";
+      svg << "<circle class=\"" << classes << "\"" << attributes << " cx=\"" << coordinate(x) << "\" cy=\""
+          << coordinate(y) << "\" r=\"" << (row.is_baseline() ? 7 : 5.5) << "\"><title>" << html_escape(title)
+          << "</title></circle>\n";
     }
   }
   svg << "</svg>";

@@ -15,8 +15,7 @@ namespace dit::ar {
 namespace {
 
 // The chapter's path relative to the display root (when inside it), then #anchor if any.
-std::string display_path(const SearchRequest& request, const std::string& chapter_path,
-                         const std::string& anchor) {
+std::string display_path(const SearchRequest& request, const std::string& chapter_path, const std::string& anchor) {
   std::filesystem::path chapter = request.handbook_dir / chapter_path;
   std::filesystem::path shown = chapter;
   if (!request.display_root.empty()) {
@@ -43,8 +42,7 @@ int run_search(const SearchRequest& request, std::ostream& out, std::ostream& lo
   KnowledgeIndex index(request.handbook_dir, request.index_path);
   IndexStatus status = index.refresh();
   if (status.rebuilt) {
-    log << "knowledge index rebuilt: " << status.chapters << " chapters, " << status.sections
-        << " sections\n";
+    log << "knowledge index rebuilt: " << status.chapters << " chapters, " << status.sections << " sections\n";
   }
   std::vector<std::string> phrases = query_phrases(request.query);
   std::vector<SearchHit> hits = index.search(request.query, request.limit);
@@ -97,16 +95,15 @@ void add_search_commands(CLI::App& app, CommonOptions& options) {
     std::string index_path;
   };
   auto arguments = std::make_shared<Arguments>();
-  CLI::App* command = app.add_subcommand(
-      "search", "Rank handbook sections for the given words (SQLite FTS5, bm25)");
-  command->add_option("terms", arguments->words,
-                      "Words to look for; any text works (operators and quotes are plain words)")
+  CLI::App* command = app.add_subcommand("search", "Rank handbook sections for the given words (SQLite FTS5, bm25)");
+  command
+      ->add_option("terms", arguments->words,
+                   "Words to look for; any text works (operators and quotes are plain words)")
       ->required();
   command->add_option("--limit,-n", arguments->limit, "Most sections to print")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  command->add_option("--index", arguments->index_path,
-                      "Index file (default: <state_dir>/knowledge.sqlite)");
+  command->add_option("--index", arguments->index_path, "Index file (default: <state_dir>/knowledge.sqlite)");
   add_common_options(*command, options, /*with_json=*/true);
   command->callback([&options, arguments] {
     Config config = load_session_config(options);
@@ -117,8 +114,8 @@ void add_search_commands(CLI::App& app, CommonOptions& options) {
     request.limit = arguments->limit;
     request.json = options.json;
     request.handbook_dir = handbook_directory(config);
-    request.index_path = arguments->index_path.empty() ? default_index_path(config)
-                                                       : std::filesystem::path(arguments->index_path);
+    request.index_path =
+        arguments->index_path.empty() ? default_index_path(config) : std::filesystem::path(arguments->index_path);
     request.display_root = config.source_dir;
     finish_with(run_search(request, std::cout, std::cerr));
   });

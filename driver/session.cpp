@@ -24,10 +24,12 @@ void refuse(const std::string& problem, const std::string& way_out) {
 void validate_contract(const Config& config) {
   fs::path path = config.source_dir / config.contract;
   if (!fs::exists(path)) {
-    throw Error(ErrorKind::invalid_file, "the quality contract " + path.string() + " does not exist (config field `contract`)");
+    throw Error(ErrorKind::invalid_file,
+                "the quality contract " + path.string() + " does not exist (config field `contract`)");
   }
   nlohmann::json contract = read_json_file(path);
-  if (!contract.is_object()) throw Error(ErrorKind::invalid_file, path.string() + ": the contract must be a JSON object");
+  if (!contract.is_object())
+    throw Error(ErrorKind::invalid_file, path.string() + ": the contract must be a JSON object");
 }
 
 nlohmann::json compute_locks(const Config& config, const GitRepository& repository, const std::string& commit) {
@@ -46,11 +48,14 @@ nlohmann::json compute_locks(const Config& config, const GitRepository& reposito
 }
 
 std::vector<std::string> lock_violations(const nlohmann::json& locks, const nlohmann::json& now) {
-  auto show = [](const nlohmann::json& id) { return id.is_null() ? std::string("absent") : id.get<std::string>().substr(0, 8); };
+  auto show = [](const nlohmann::json& id) {
+    return id.is_null() ? std::string("absent") : id.get<std::string>().substr(0, 8);
+  };
   std::vector<std::string> violations;
   for (const auto& [path, id] : locks.items()) {
     nlohmann::json current = now.contains(path) ? now[path] : nlohmann::json(nullptr);
-    if (current != id) violations.push_back("locked path " + path + " changed since init (" + show(id) + " -> " + show(current) + ")");
+    if (current != id)
+      violations.push_back("locked path " + path + " changed since init (" + show(id) + " -> " + show(current) + ")");
   }
   return violations;
 }
@@ -69,7 +74,8 @@ void require_branch_and_clean_tree(const SessionContext& context, const nlohmann
     for (std::size_t i = 0; i < dirty.size() && i < 10; ++i) list += (i ? ", " : "") + dirty[i];
     if (dirty.size() > 10) list += ", ...";
     refuse("the working tree is dirty (" + std::to_string(dirty.size()) + " path(s): " + list + ")",
-           "commit the hypothesis (git commit -am \"...\") or discard the changes (git restore . and remove untracked files)");
+           "commit the hypothesis (git commit -am \"...\") or discard the changes (git restore . and remove untracked "
+           "files)");
   }
 }
 
@@ -121,7 +127,8 @@ std::optional<std::string> prepare_best_build(SessionContext& context, const Lan
   fs::path source = context.state.best_source_dir();
   fs::path marker = context.state.best_built_commit_file();
   std::string built = fs::exists(marker) ? read_text_file(marker) : "";
-  if (built == best_commit + "\n" && fs::exists(source / lane.build_dir / lane.objective.benchmark)) return std::nullopt;
+  if (built == best_commit + "\n" && fs::exists(source / lane.build_dir / lane.objective.benchmark))
+    return std::nullopt;
   std::string top = lane.build_dir.substr(0, lane.build_dir.find('/'));
   context.repository->export_tree(best_commit, source, {top});
   request.source_dir = source;

@@ -16,8 +16,8 @@ namespace fs = std::filesystem;
 
 nlohmann::json StateDirectory::load_session() const {
   if (!has_session()) {
-    throw Error(ErrorKind::invalid_argument,
-                "no research session in " + root_.string() + "; start one with `dit-ar init` on a branch autoresearch/<tag>");
+    throw Error(ErrorKind::invalid_argument, "no research session in " + root_.string() +
+                                                 "; start one with `dit-ar init` on a branch autoresearch/<tag>");
   }
   return read_json_file(session_file());
 }
@@ -36,7 +36,9 @@ std::optional<nlohmann::json> StateDirectory::load_inflight() const {
   return read_json_file(inflight_file());
 }
 
-void StateDirectory::store_inflight(const nlohmann::json& inflight) const { write_json_atomic(inflight_file(), inflight); }
+void StateDirectory::store_inflight(const nlohmann::json& inflight) const {
+  write_json_atomic(inflight_file(), inflight);
+}
 
 void StateDirectory::clear_inflight() const {
   std::error_code ignored;

@@ -30,10 +30,22 @@ inline constexpr const char* kDiscardedRefPrefix = "refs/autoresearch/discarded/
 inline constexpr const char* kNotesRef = "refs/notes/autoresearch";
 
 // results.tsv columns, in order.
-inline const std::vector<std::string> kResultColumns{
-    "timestamp",   "commit",    "parent",    "lane",            "gpu",           "status",
-    "classification", "objective", "best_before", "candidate",   "improvement_percent", "p_value",
-    "peak_memory", "quality",   "description", "run_dir"};
+inline const std::vector<std::string> kResultColumns{"timestamp",
+                                                     "commit",
+                                                     "parent",
+                                                     "lane",
+                                                     "gpu",
+                                                     "status",
+                                                     "classification",
+                                                     "objective",
+                                                     "best_before",
+                                                     "candidate",
+                                                     "improvement_percent",
+                                                     "p_value",
+                                                     "peak_memory",
+                                                     "quality",
+                                                     "description",
+                                                     "run_dir"};
 
 class StateDirectory {
  public:

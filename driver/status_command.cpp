@@ -35,18 +35,20 @@ int run_status(const CommonOptions& options) {
   auto holder = LockFile::holder(context.state.lock_file());
   auto inflight = context.state.load_inflight();
   auto discarded = context.repository->references_matching(std::string(kDiscardedRefPrefix) + "*");
-  Fields fields{{"session", session.value("tag", "")},
-                {"branch", branch ? *branch : "(detached)"},
-                {"session_branch", session.value("branch", "")},
-                {"lane", session.value("lane", "")},
-                {"head", head},
-                {"best", best ? *best : "none"},
-                {"baseline", session.contains("baseline") ? session["baseline"].value("commit", "") : "not recorded"},
-                {"experiments", std::to_string(context.state.read_results().size())},
-                {"discarded_refs", std::to_string(discarded.size())},
-                {"driver_running", holder ? "yes (pid " + std::to_string(*holder) + ")" : "no"},
-                {"in_flight", inflight ? inflight->value("commit", "").substr(0, 8) + " (" + inflight->value("phase", "") + ")" : "none"},
-                {"next", next_step(context, session, head, best)}};
+  Fields fields{
+      {"session", session.value("tag", "")},
+      {"branch", branch ? *branch : "(detached)"},
+      {"session_branch", session.value("branch", "")},
+      {"lane", session.value("lane", "")},
+      {"head", head},
+      {"best", best ? *best : "none"},
+      {"baseline", session.contains("baseline") ? session["baseline"].value("commit", "") : "not recorded"},
+      {"experiments", std::to_string(context.state.read_results().size())},
+      {"discarded_refs", std::to_string(discarded.size())},
+      {"driver_running", holder ? "yes (pid " + std::to_string(*holder) + ")" : "no"},
+      {"in_flight",
+       inflight ? inflight->value("commit", "").substr(0, 8) + " (" + inflight->value("phase", "") + ")" : "none"},
+      {"next", next_step(context, session, head, best)}};
   if (!options.json) std::cout << "dit-ar status\n";
   print_result_block(std::cout, fields, options.json);
   return kExitKeep;
@@ -55,8 +57,9 @@ int run_status(const CommonOptions& options) {
 }  // namespace
 
 void add_status_command(CLI::App& app, CommonOptions& options) {
-  CLI::App* command = app.add_subcommand(
-      "status", "Where the session stands: branch, HEAD, best, baseline, a running driver, an interrupted run, and the next step");
+  CLI::App* command = app.add_subcommand("status",
+                                         "Where the session stands: branch, HEAD, best, baseline, a running driver, an "
+                                         "interrupted run, and the next step");
   add_common_options(*command, options, true);
   command->callback([&options] { finish_with(run_status(options)); });
 }

@@ -36,7 +36,8 @@ int run_summary(const CommonOptions& options, int limit) {
   std::cout << "dit-ar summary: " << session.value("branch", "") << ", lane " << session.value("lane", "") << ", "
             << rows.size() << " row(s)\n\n";
   std::cout << std::left << std::setw(10) << "commit" << std::setw(21) << "status" << std::setw(15) << "class"
-            << std::setw(14) << "candidate" << std::setw(12) << "improv. %" << "description\n";
+            << std::setw(14) << "candidate" << std::setw(12) << "improv. %"
+            << "description\n";
   for (std::size_t i = first; i < rows.size(); ++i) {
     const auto& row = rows[i];
     std::cout << std::setw(10) << row.at("commit").substr(0, 8) << std::setw(21) << row.at("status") << std::setw(15)
@@ -44,16 +45,18 @@ int run_summary(const CommonOptions& options, int limit) {
               << row.at("improvement_percent") << row.at("description") << "\n";
   }
   std::string count_line;
-  for (const auto& [status, count] : counts) count_line += (count_line.empty() ? "" : ", ") + status + " " + std::to_string(count);
-  print_result_block(std::cout,
-                     {{"experiments", std::to_string(rows.size())},
-                      {"counts", count_line.empty() ? "none" : count_line},
-                      {"best", best ? best->value("commit", "") : "none"},
-                      {"objective", best && (*best)["value"].is_number()
-                                        ? best->value("objective", "") + " " + format_number((*best)["value"].get<double>()) +
-                                              " " + best->value("unit", "")
-                                        : "not measured"}},
-                     false);
+  for (const auto& [status, count] : counts)
+    count_line += (count_line.empty() ? "" : ", ") + status + " " + std::to_string(count);
+  print_result_block(
+      std::cout,
+      {{"experiments", std::to_string(rows.size())},
+       {"counts", count_line.empty() ? "none" : count_line},
+       {"best", best ? best->value("commit", "") : "none"},
+       {"objective", best && (*best)["value"].is_number()
+                         ? best->value("objective", "") + " " + format_number((*best)["value"].get<double>()) + " " +
+                               best->value("unit", "")
+                         : "not measured"}},
+      false);
   return kExitKeep;
 }
 
@@ -61,7 +64,8 @@ int run_summary(const CommonOptions& options, int limit) {
 
 void add_summary_command(CLI::App& app, CommonOptions& options) {
   auto limit = std::make_shared<int>(20);
-  CLI::App* command = app.add_subcommand("summary", "Counts per status, the best commit and the latest results.tsv rows");
+  CLI::App* command =
+      app.add_subcommand("summary", "Counts per status, the best commit and the latest results.tsv rows");
   command->add_option("--limit", *limit, "How many of the latest rows to show (0: all)")->capture_default_str();
   add_common_options(*command, options, true);
   command->callback([&options, limit] { finish_with(run_summary(options, *limit)); });

@@ -15,10 +15,11 @@ namespace {
 constexpr int kQueryBlock = 64;  // queries per parallel task; the head's K and V are packed once per task
 
 // One head: keys_t [hd, T] and values [T, hd] in float64; queries [rows] of the qkv layout.
-[[gnu::target_clones("avx2", "default")]]
-void attend_block(const float* qkv, int64_t token_stride, int first, int count, int T, int hd, double scale,
-                  const double* keys_t, const double* values, double* scores, double* query, double* sum,
-                  float* out, int64_t out_stride) {
+[[gnu::target_clones("avx2", "default")]] void attend_block(const float* qkv, int64_t token_stride, int first,
+                                                            int count, int T, int hd, double scale,
+                                                            const double* keys_t, const double* values, double* scores,
+                                                            double* query, double* sum, float* out,
+                                                            int64_t out_stride) {
   for (int i = first; i < first + count; ++i) {
     const float* q = qkv + i * token_stride;
     for (int d = 0; d < hd; ++d) query[d] = q[d] * scale;
@@ -54,8 +55,8 @@ void attention(const float* qkv, float* out, int B, int T, int H, int hd) {
   const int blocks = (T + kQueryBlock - 1) / kQueryBlock;
 #pragma omp parallel
   {
-    std::vector<double> keys_t(static_cast<size_t>(T) * hd), values(static_cast<size_t>(T) * hd), scores(T),
-        query(hd), sum(hd);
+    std::vector<double> keys_t(static_cast<size_t>(T) * hd), values(static_cast<size_t>(T) * hd), scores(T), query(hd),
+        sum(hd);
     int64_t packed_head = -1;
 #pragma omp for collapse(3) schedule(static)
     for (int b = 0; b < B; ++b)

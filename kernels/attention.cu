@@ -31,9 +31,9 @@ static __global__ void attention_naive_kernel(const T* __restrict__ qkv,  // [B,
   const int query = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
   const size_t token_stride = static_cast<size_t>(3) * H * hd;
   const T* base = qkv + static_cast<size_t>(b) * N * token_stride + static_cast<size_t>(head) * hd;
-  const T* q_row = base + static_cast<size_t>(query) * token_stride;          // part 0
-  const T* k_rows = base + static_cast<size_t>(H) * hd;                       // part 1
-  const T* v_rows = base + static_cast<size_t>(2) * H * hd;                   // part 2
+  const T* q_row = base + static_cast<size_t>(query) * token_stride;  // part 0
+  const T* k_rows = base + static_cast<size_t>(H) * hd;               // part 1
+  const T* v_rows = base + static_cast<size_t>(2) * H * hd;           // part 2
 
   for (int d = threadIdx.x; d < hd; d += blockDim.x) q[d] = to_float(q_row[d]);
   __syncthreads();
@@ -69,9 +69,7 @@ static __global__ void attention_naive_kernel(const T* __restrict__ qkv,  // [B,
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-static size_t naive_attention_shared_bytes(int N, int hd) {
-  return (static_cast<size_t>(hd) + N + 32) * sizeof(float);
-}
+static size_t naive_attention_shared_bytes(int N, int hd) { return (static_cast<size_t>(hd) + N + 32) * sizeof(float); }
 
 template <typename T>
 static void launch_attention_naive(const T* qkv, T* out, int B, int N, int H, int hd, cudaStream_t stream) {
@@ -85,8 +83,7 @@ static void launch_attention_naive(const T* qkv, T* out, int B, int N, int H, in
 // ---------------------------------------------------------------------------------------------
 // Public entry
 
-void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream) {
+void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
   const char* op = "dit::cuda::attention_naive";
   require(B > 0 && T > 0 && H > 0 && hd > 0, op, "non-positive size");
   require(T <= 0x7fffffff && H <= 65535 && B <= 65535, op, "grid too large");

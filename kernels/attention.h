@@ -17,8 +17,7 @@ namespace dit::cuda {
 // As dit::cpu::attention, for any head size and dtype (float32 scores, softmax and sums): one
 // block per (query, head, batch). The correctness reference for the fast kernels.
 // qkv [B, T, 3, H, hd] -> out [B, T, H, hd], both in `dtype`.
-void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream);
+void attention_naive(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
 
 // The engine's attention: attention_flash where supported (f16/bf16, kernels/attention_flash.h),
 // else attention_tiled (f32, kernels/attention_tiled.h) where supported, else attention_naive.

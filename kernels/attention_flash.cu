@@ -44,11 +44,11 @@ constexpr int kBlockThreads = kBlockWarps * 32;
 
 template <int kHeadDim>
 struct FlashShape {
-  static constexpr int chunks = kHeadDim / 8;                        // 16-byte chunks per row
+  static constexpr int chunks = kHeadDim / 8;                                 // 16-byte chunks per row
   static constexpr int stride = (chunks % 2 == 1 ? chunks : chunks + 1) * 8;  // elements
   static constexpr int k16_steps = kHeadDim / 16;
-  static constexpr bool k8_tail = kHeadDim % 16 != 0;                // one m16n8k8 step
-  static constexpr int d_tiles = kHeadDim / 8;                       // n8 tiles of the output
+  static constexpr bool k8_tail = kHeadDim % 16 != 0;  // one m16n8k8 step
+  static constexpr int d_tiles = kHeadDim / 8;         // n8 tiles of the output
   static constexpr int tile_elements = kFlashKeys * stride;
   static constexpr size_t tile_bytes = tile_elements * 2;
   static_assert(kHeadDim % 8 == 0, "rows of 16-byte chunks");
@@ -115,9 +115,10 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 template <typename T>
 __device__ __forceinline__ void mma_1688(float (&d)[4], const unsigned (&a)[2], unsigned b) {
   if constexpr (std::is_same_v<T, __half>) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(b));
+    asm volatile(
+        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(b));
   } else {
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
@@ -428,9 +429,9 @@ std::string flash_form_name(FlashForm form) { return "rows" + std::to_string(64 
 void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, FlashForm form,
                      cudaStream_t stream) {
   const char* op = "dit::cuda::attention_flash";
-  require(attention_flash_supported(dtype, hd), op,
-          std::string("needs f16 or bf16 and head size 64 or 72, got ") + dtype_name(dtype) + " and " +
-              std::to_string(hd));
+  require(
+      attention_flash_supported(dtype, hd), op,
+      std::string("needs f16 or bf16 and head size 64 or 72, got ") + dtype_name(dtype) + " and " + std::to_string(hd));
   require(B > 0 && T > 0 && H > 0, op, "non-positive size");
   require(B <= 65535 && H <= 65535, op, "grid too large");
   require(form.row_tiles == 1 || form.row_tiles == 2, op, "row_tiles must be 1 or 2");
@@ -449,8 +450,7 @@ void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T
     run(std::type_identity<__nv_bfloat16>{});
 }
 
-void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream) {
+void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
   attention_flash(qkv, out, dtype, B, T, H, hd, attention_flash_default_form(B, T, H), stream);
 }
 

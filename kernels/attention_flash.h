@@ -26,8 +26,7 @@ FlashForm attention_flash_default_form(int B, int T, int H);
 std::string flash_form_name(FlashForm form);  // "rows64", "rows128"
 
 // qkv [B, T, 3, H, hd] -> out [B, T, H, hd], both in `dtype` (f16 or bf16), 16-byte aligned.
-void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream);
+void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
 // The same in a given form (one of attention_flash_forms(); any other throws).
 void attention_flash(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, FlashForm form,
                      cudaStream_t stream);

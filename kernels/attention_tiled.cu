@@ -20,9 +20,9 @@
 
 namespace dit::cuda {
 
-constexpr int kTiledRows = 32;                 // query rows per block
-constexpr int kTiledRowsPerThread = 4;         // one float4 of transposed Q or P per step
-constexpr int kTiledLanes = 16;                // threads sharing a row group (a half-warp)
+constexpr int kTiledRows = 32;          // query rows per block
+constexpr int kTiledRowsPerThread = 4;  // one float4 of transposed Q or P per step
+constexpr int kTiledLanes = 16;         // threads sharing a row group (a half-warp)
 constexpr int kTiledThreads = kTiledRows / kTiledRowsPerThread * kTiledLanes;
 constexpr int kTiledMaxHeadDim = 128;
 
@@ -48,8 +48,8 @@ struct TiledShape {
 // into tile[d * kTileRows + row]; rows past n are zero. Consecutive threads take consecutive
 // rows, so the transposed stores hit distinct banks.
 template <int kTileRows>
-__device__ __forceinline__ void load_transposed(float* tile, const float* __restrict__ part, int start, int n,
-                                                int hd, size_t token_stride, float scale, bool vector_loads) {
+__device__ __forceinline__ void load_transposed(float* tile, const float* __restrict__ part, int start, int n, int hd,
+                                                size_t token_stride, float scale, bool vector_loads) {
   if (vector_loads) {
     const int chunks = kTileRows * (hd / 4);
     for (int c = threadIdx.x; c < chunks; c += kTiledThreads) {
@@ -120,9 +120,9 @@ static __global__ void __launch_bounds__(kTiledThreads)
   constexpr int kKeysPerThread = Shape::keys_per_thread;
   constexpr int kRows = kTiledRowsPerThread;
   extern __shared__ __align__(16) float shared[];
-  float* q_t = shared;                     // [hd][kTiledRows], scaled by scale_log2
-  float* k_t = q_t + hd * kTiledRows;      // [hd][kKeys]
-  float* v_tile = k_t + hd * kKeys;        // [kKeys][padded]
+  float* q_t = shared;                          // [hd][kTiledRows], scaled by scale_log2
+  float* k_t = q_t + hd * kTiledRows;           // [hd][kKeys]
+  float* v_tile = k_t + hd * kKeys;             // [kKeys][padded]
   float* p_t = v_tile + kKeys * Shape::padded;  // [kKeys][kTiledRows]
 
   const int lane = threadIdx.x % kTiledLanes, row_group = threadIdx.x / kTiledLanes;
@@ -239,8 +239,8 @@ static void launch_attention_tiled(const float* qkv, float* out, int B, int N, i
   const dim3 grid((N + kTiledRows - 1) / kTiledRows, H, B);
   const float scale_log2 = static_cast<float>(1.4426950408889634 / std::sqrt(static_cast<double>(hd)));
   const bool vector_loads = hd % 4 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
-  attention_tiled_kernel<kColumnGroups><<<grid, kTiledThreads, Shape::shared_bytes(hd), stream>>>(
-      qkv, out, N, H, hd, scale_log2, vector_loads);
+  attention_tiled_kernel<kColumnGroups>
+      <<<grid, kTiledThreads, Shape::shared_bytes(hd), stream>>>(qkv, out, N, H, hd, scale_log2, vector_loads);
   DIT_LAUNCH_CHECK();
 }
 
@@ -251,8 +251,7 @@ bool attention_tiled_supported(DeviceDtype dtype, int head_dim) {
   return dtype == DeviceDtype::f32 && head_dim >= 1 && head_dim <= kTiledMaxHeadDim;
 }
 
-void attention_tiled(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream) {
+void attention_tiled(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream) {
   const char* op = "dit::cuda::attention_tiled";
   require(attention_tiled_supported(dtype, hd), op,
           std::string("needs f32 and head size 1 to 128, got ") + dtype_name(dtype) + " and " + std::to_string(hd));

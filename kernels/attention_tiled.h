@@ -12,7 +12,6 @@ bool attention_tiled_supported(DeviceDtype dtype, int head_dim);
 
 // qkv [B, T, 3, H, hd] -> out [B, T, H, hd], both float32 (4-byte aligned; 16-byte aligned qkv
 // with hd % 4 == 0 takes the vector loads).
-void attention_tiled(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd,
-                     cudaStream_t stream);
+void attention_tiled(const void* qkv, void* out, DeviceDtype dtype, int B, int T, int H, int hd, cudaStream_t stream);
 
 }  // namespace dit::cuda

@@ -13,8 +13,8 @@ namespace dit::cuda {
 // Kernel
 
 template <typename T, bool kGelu>
-static __global__ void bias_activation_kernel(T* out,              // [M, N]
-                                              const T* bias,       // [N]
+static __global__ void bias_activation_kernel(T* out,         // [M, N]
+                                              const T* bias,  // [N]
                                               int N, size_t total) {
   constexpr float kSqrt2OverPi = 0.7978845608028654f;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;

@@ -11,10 +11,10 @@ namespace dit::cuda {
 // Kernel
 
 // grid (ceil(D / blockDim), B)
-static __global__ void class_embed_add_kernel(const float* __restrict__ t_emb,    // [B, D]
-                                              const float* __restrict__ table,    // [rows, D]
-                                              const int64_t* __restrict__ labels, // [B]
-                                              float* __restrict__ c,              // [B, D]
+static __global__ void class_embed_add_kernel(const float* __restrict__ t_emb,     // [B, D]
+                                              const float* __restrict__ table,     // [rows, D]
+                                              const int64_t* __restrict__ labels,  // [B]
+                                              float* __restrict__ c,               // [B, D]
                                               int D, int num_rows, int* bad_labels) {
   const int b = blockIdx.y, d = blockIdx.x * blockDim.x + threadIdx.x;
   if (d >= D) return;

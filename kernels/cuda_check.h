@@ -14,10 +14,8 @@
 
 namespace dit::cuda {
 
-[[noreturn]] inline void throw_device_error(const char* file, int line, const char* call,
-                                            const std::string& message) {
-  throw Error(ErrorKind::device,
-              std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + message);
+[[noreturn]] inline void throw_device_error(const char* file, int line, const char* call, const std::string& message) {
+  throw Error(ErrorKind::device, std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + message);
 }
 
 inline void check_cuda(cudaError_t status, const char* call, const char* file, int line) {
@@ -45,9 +43,9 @@ inline const char* cublas_status_name(cublasStatus_t status) {
 
 inline void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    throw_device_error(file, line, call,
-                       std::string(cublas_status_name(status)) + " (status " +
-                           std::to_string(static_cast<int>(status)) + ")");
+    throw_device_error(
+        file, line, call,
+        std::string(cublas_status_name(status)) + " (status " + std::to_string(static_cast<int>(status)) + ")");
 }
 
 }  // namespace dit::cuda
@@ -56,5 +54,4 @@ inline void check_cublas(cublasStatus_t status, const char* call, const char* fi
 #define DIT_CUBLAS_CHECK(call) ::dit::cuda::check_cublas((call), #call, __FILE__, __LINE__)
 // After every launch: reports a bad launch configuration (grid, block, shared memory) at once.
 // Faults inside the kernel surface at the next synchronising call, which is checked too.
-#define DIT_LAUNCH_CHECK() \
-  ::dit::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)
+#define DIT_LAUNCH_CHECK() ::dit::cuda::check_cuda(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

@@ -53,9 +53,12 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162f
 
 template <typename T>
 __device__ __forceinline__ T from_float(float x) {
-  if constexpr (std::is_same_v<T, float>) return x;
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(x);
-  else return __float2bfloat16_rn(x);
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else if constexpr (std::is_same_v<T, __half>)
+    return __float2half_rn(x);
+  else
+    return __float2bfloat16_rn(x);
 }
 
 // Calls f(std::type_identity<T>{}) with T the element type of `dtype`.

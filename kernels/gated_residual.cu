@@ -28,13 +28,12 @@ static __global__ void gated_residual_kernel(float* __restrict__ x,           //
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-static void launch_gated_residual(float* x, const float* y, const float* gate, int gate_stride, int B, int T,
-                                  int D, cudaStream_t stream) {
+static void launch_gated_residual(float* x, const float* y, const float* gate, int gate_stride, int B, int T, int D,
+                                  cudaStream_t stream) {
   constexpr int kThreads = 256;
   const size_t total = static_cast<size_t>(B) * T * D;
   const size_t blocks = std::min<size_t>((total + kThreads - 1) / kThreads, 65535);
-  gated_residual_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, y, gate, gate_stride, T, D,
-                                                                                total);
+  gated_residual_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(x, y, gate, gate_stride, T, D, total);
   DIT_LAUNCH_CHECK();
 }
 

@@ -6,8 +6,8 @@
 
 namespace dit::cpu {
 
-void group_norm(const float* x, const float* gamma, const float* beta, float* out, int N,
-                int64_t P, int C, int groups, float eps, bool silu) {
+void group_norm(const float* x, const float* gamma, const float* beta, float* out, int N, int64_t P, int C, int groups,
+                float eps, bool silu) {
   const int per_group = C / groups;
   const double count = static_cast<double>(P) * per_group;
 #pragma omp parallel for collapse(2) schedule(static)

@@ -31,7 +31,7 @@ namespace dit::cuda {
 constexpr int kPixelsPerChunk = 64;  // pixels one statistics block reduces
 constexpr int kStatsThreads = 256;
 constexpr int kMaxChannels = 1536;
-constexpr int kFinishWarps = 4;          // (image, group) pairs per finish block
+constexpr int kFinishWarps = 4;  // (image, group) pairs per finish block
 constexpr int kNormalizeThreads = 256;
 
 static int64_t chunk_count(int64_t P) { return (P + kPixelsPerChunk - 1) / kPixelsPerChunk; }
@@ -59,7 +59,8 @@ struct alignas(sizeof(T) * kWidth) Vector {
 // Channel vectors one statistics thread may own: C / kWidth vectors over at most 256 vector
 // lanes, and at least half as many lanes as vectors below that.
 template <int kWidth>
-constexpr int kMaxVectorsPerThread = std::max(2, (kMaxChannels + kWidth * kStatsThreads - 1) / (kWidth * kStatsThreads));
+constexpr int kMaxVectorsPerThread = std::max(2,
+                                              (kMaxChannels + kWidth * kStatsThreads - 1) / (kWidth * kStatsThreads));
 
 // Sums over one chunk of this thread's channel vectors: of x (kCentred == false) or of
 // (x - centre)^2, centre the block's mean of the channel's group (block_mean[g]).
@@ -129,7 +130,7 @@ __device__ __forceinline__ void block_group_totals(const float (&sums)[kMaxVecto
 // most 192 KB), so the statistics cost one pass over memory and stay as exact as two passes.
 template <typename T, int kWidth>
 static __global__ void __launch_bounds__(kStatsThreads)
-    group_norm_partial_kernel(const T* __restrict__ x,     // [N, P, C]
+    group_norm_partial_kernel(const T* __restrict__ x,      // [N, P, C]
                               float* __restrict__ partial,  // [N, chunks, G, 2]
                               int64_t P, int C, int groups, int lanes) {
   extern __shared__ float shared[];  // [pixel lanes, C] channel sums, then [G] group totals
@@ -162,8 +163,8 @@ static __global__ void __launch_bounds__(kStatsThreads)
 // first the sums (the mean), then the chunks' squares about their own means, each moved to the
 // group's mean (Chan et al.'s pairwise update: M2 += m2_b + n_b (mean_b - mean)^2).
 static __global__ void group_norm_finish_kernel(const float* __restrict__ partial, float* __restrict__ mean,
-                                                float* __restrict__ rstd, int N, int64_t chunks, int groups,
-                                                int64_t P, int per_group, float eps) {
+                                                float* __restrict__ rstd, int N, int64_t chunks, int groups, int64_t P,
+                                                int per_group, float eps) {
   const int index = blockIdx.x * kFinishWarps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (index >= N * groups) return;  // whole warps leave together
   const int n = index / groups, g = index % groups;
@@ -192,8 +193,8 @@ template <typename T, int kWidth, bool kSilu>
 static __global__ void __launch_bounds__(kNormalizeThreads)
     group_norm_apply_kernel(const T* x,  // may alias out
                             const float* __restrict__ gamma, const float* __restrict__ beta,
-                            const float* __restrict__ mean, const float* __restrict__ rstd, T* out,
-                            int image_vectors, int C, int groups) {
+                            const float* __restrict__ mean, const float* __restrict__ rstd, T* out, int image_vectors,
+                            int C, int groups) {
   const int i = blockIdx.x * kNormalizeThreads + threadIdx.x;
   if (i >= image_vectors) return;
   const int n = blockIdx.y;
@@ -237,11 +238,11 @@ static void launch_group_norm(const T* x, const float* gamma, const float* beta,
   const int image_vectors = static_cast<int>(P * C / kWidth);
   const dim3 apply_grid(static_cast<unsigned>((image_vectors + kNormalizeThreads - 1) / kNormalizeThreads), N);
   if (silu)
-    group_norm_apply_kernel<T, kWidth, true><<<apply_grid, kNormalizeThreads, 0, stream>>>(
-        x, gamma, beta, mean, rstd, out, image_vectors, C, groups);
+    group_norm_apply_kernel<T, kWidth, true>
+        <<<apply_grid, kNormalizeThreads, 0, stream>>>(x, gamma, beta, mean, rstd, out, image_vectors, C, groups);
   else
-    group_norm_apply_kernel<T, kWidth, false><<<apply_grid, kNormalizeThreads, 0, stream>>>(
-        x, gamma, beta, mean, rstd, out, image_vectors, C, groups);
+    group_norm_apply_kernel<T, kWidth, false>
+        <<<apply_grid, kNormalizeThreads, 0, stream>>>(x, gamma, beta, mean, rstd, out, image_vectors, C, groups);
   DIT_LAUNCH_CHECK();
 }
 
@@ -251,7 +252,8 @@ static void dispatch_width(const T* x, const float* gamma, const float* beta, T*
                            int groups, float eps, bool silu, float* workspace, cudaStream_t stream) {
   auto fits = [&](int width) {
     const uintptr_t bytes = static_cast<uintptr_t>(width) * sizeof(T);
-    return C % width == 0 && reinterpret_cast<uintptr_t>(x) % bytes == 0 && reinterpret_cast<uintptr_t>(out) % bytes == 0;
+    return C % width == 0 && reinterpret_cast<uintptr_t>(x) % bytes == 0 &&
+           reinterpret_cast<uintptr_t>(out) % bytes == 0;
   };
   constexpr int kWide = 16 / static_cast<int>(sizeof(T));
   if (fits(kWide))
@@ -265,8 +267,8 @@ static void dispatch_width(const T* x, const float* gamma, const float* beta, T*
 // ---------------------------------------------------------------------------------------------
 // Public entry
 
-void group_norm(const void* x, const float* gamma, const float* beta, void* out, DeviceDtype dtype, int N,
-                int64_t P, int C, int groups, float eps, bool silu, float* workspace, cudaStream_t stream) {
+void group_norm(const void* x, const float* gamma, const float* beta, void* out, DeviceDtype dtype, int N, int64_t P,
+                int C, int groups, float eps, bool silu, float* workspace, cudaStream_t stream) {
   const char* op = "dit::cuda::group_norm";
   require(N > 0 && P > 0 && C > 0 && groups > 0, op, "non-positive size");
   require(C % groups == 0, op, "C " + std::to_string(C) + " is not a multiple of groups " + std::to_string(groups));

@@ -12,8 +12,8 @@ namespace dit::cpu {
 // mean and (biased) variance over the P * C / groups values of each (image, group), channels
 // grouped contiguously (group g holds channels [g C/G, (g+1) C/G)). float64 statistics, two
 // passes. In place allowed.
-void group_norm(const float* x, const float* gamma, const float* beta, float* out, int N,
-                int64_t P, int C, int groups, float eps, bool silu);
+void group_norm(const float* x, const float* gamma, const float* beta, float* out, int N, int64_t P, int C, int groups,
+                float eps, bool silu);
 
 }  // namespace dit::cpu
 
@@ -30,9 +30,8 @@ size_t group_norm_workspace_floats(int N, int64_t P, int groups);
 // chunk of pixels in two passes over it (sum, then squares about the chunk's mean), combined in
 // float64 in a fixed order: bit-reproducible.
 // C % groups == 0 and C <= 1536 required. In place allowed.
-void group_norm(const void* x, const float* gamma, const float* beta, void* out,
-                DeviceDtype dtype, int N, int64_t P, int C, int groups, float eps, bool silu,
-                float* workspace, cudaStream_t stream);
+void group_norm(const void* x, const float* gamma, const float* beta, void* out, DeviceDtype dtype, int N, int64_t P,
+                int C, int groups, float eps, bool silu, float* workspace, cudaStream_t stream);
 
 }  // namespace dit::cuda
 #endif

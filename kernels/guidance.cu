@@ -32,8 +32,7 @@ static __global__ void guidance_combine_kernel(float* out,  // [2B, C, HW]
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-static void launch_guidance_combine(float* out, int B, int C, int HW, float scale, int guided,
-                                    cudaStream_t stream) {
+static void launch_guidance_combine(float* out, int B, int C, int HW, float scale, int guided, cudaStream_t stream) {
   constexpr int kThreads = 256;
   const size_t total = static_cast<size_t>(B) * guided * HW;
   const unsigned blocks = static_cast<unsigned>(std::min<size_t>((total + kThreads - 1) / kThreads, 65535));

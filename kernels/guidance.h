@@ -25,8 +25,7 @@ __device__ __forceinline__ float guided_value(float cond, float uncond, float sc
 #endif
 
 // As dit::cpu::guidance_combine on a device float32 buffer.
-void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels,
-                      cudaStream_t stream);
+void guidance_combine(float* out, int B, int C, int HW, float scale, int guided_channels, cudaStream_t stream);
 
 }  // namespace dit::cuda
 #endif

@@ -7,9 +7,9 @@
 
 namespace dit::cpu {
 
-void layernorm_modulate(const float* x, const float* shift, const float* scale, int mod_stride,
-                        float* out, int B, int T, int D, float eps) {
-#pragma omp parallel for collapse(2) schedule(static) if (static_cast<int64_t>(B) * T * D > 65536)
+void layernorm_modulate(const float* x, const float* shift, const float* scale, int mod_stride, float* out, int B,
+                        int T, int D, float eps) {
+#pragma omp parallel for collapse(2) schedule(static) if (static_cast <int64_t>(B) * T * D > 65536)
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t) {
       const int64_t row = (static_cast<int64_t>(b) * T + t) * D;
@@ -23,8 +23,7 @@ void layernorm_modulate(const float* x, const float* shift, const float* scale, 
       const double inv_std = 1.0 / std::sqrt(variance + static_cast<double>(eps));
       const float* sh = shift + static_cast<int64_t>(b) * mod_stride;
       const float* sc = scale + static_cast<int64_t>(b) * mod_stride;
-      for (int d = 0; d < D; ++d)
-        out[row + d] = static_cast<float>((xr[d] - mean) * inv_std * (1.0 + sc[d]) + sh[d]);
+      for (int d = 0; d < D; ++d) out[row + d] = static_cast<float>((xr[d] - mean) * inv_std * (1.0 + sc[d]) + sh[d]);
     }
 }
 

@@ -16,9 +16,9 @@ constexpr int kLayerNormWarps = 4;  // rows per block
 // Kernel
 
 template <typename Out>
-static __global__ void layernorm_modulate_kernel(const float* __restrict__ x,      // [B, T, D]
-                                                 const float* __restrict__ shift,  // [B, stride]
-                                                 const float* __restrict__ scale,  // [B, stride]
+static __global__ void layernorm_modulate_kernel(const float* __restrict__ x,            // [B, T, D]
+                                                 const float* __restrict__ shift,        // [B, stride]
+                                                 const float* __restrict__ scale,        // [B, stride]
                                                  int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                                  int rows, int T, int D, float eps) {
   const int lane = threadIdx.x % 32;
@@ -45,12 +45,12 @@ static __global__ void layernorm_modulate_kernel(const float* __restrict__ x,   
 // Launcher
 
 template <typename Out>
-static void launch_layernorm_modulate(const float* x, const float* shift, const float* scale, int mod_stride,
-                                      Out* out, int B, int T, int D, float eps, cudaStream_t stream) {
+static void launch_layernorm_modulate(const float* x, const float* shift, const float* scale, int mod_stride, Out* out,
+                                      int B, int T, int D, float eps, cudaStream_t stream) {
   const int rows = B * T;
   const int blocks = (rows + kLayerNormWarps - 1) / kLayerNormWarps;
-  layernorm_modulate_kernel<Out><<<blocks, kLayerNormWarps * 32, 0, stream>>>(x, shift, scale, mod_stride, out,
-                                                                              rows, T, D, eps);
+  layernorm_modulate_kernel<Out>
+      <<<blocks, kLayerNormWarps * 32, 0, stream>>>(x, shift, scale, mod_stride, out, rows, T, D, eps);
   DIT_LAUNCH_CHECK();
 }
 

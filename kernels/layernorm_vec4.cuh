@@ -68,7 +68,8 @@ __device__ __forceinline__ void vec4_layernorm_modulate_rows(const float4 (&v)[k
   for (int t = 0; t < kRows; ++t) {
     sum[t] = 0.0f;
 #pragma unroll
-    for (int j = 0; j < kVecPerThread; ++j) sum[t] += (v[t][j].x + v[t][j].y) + (v[t][j].z + v[t][j].w);  // zero beyond D
+    for (int j = 0; j < kVecPerThread; ++j)
+      sum[t] += (v[t][j].x + v[t][j].y) + (v[t][j].z + v[t][j].w);  // zero beyond D
   }
 #pragma unroll
   for (int t = 0; t < kRows; ++t) sum[t] = warp_sum(sum[t]);
@@ -128,10 +129,10 @@ __device__ __forceinline__ void vec4_layernorm_modulate_rows(const float4 (&v)[k
 template <typename Out>
 __device__ __forceinline__ void vec4_layernorm_modulate(const float4 (&v)[kVecPerThread],
                                                         const float4 (&shifts)[kVecPerThread],
-                                                        const float4 (&scales)[kVecPerThread], Out4<Out>* o,
-                                                        int quads, float inv_d, float eps) {
-  vec4_layernorm_modulate_rows<Out, 1>(reinterpret_cast<const float4(&)[1][kVecPerThread]>(v), shifts, scales, o,
-                                       quads, inv_d, eps);
+                                                        const float4 (&scales)[kVecPerThread], Out4<Out>* o, int quads,
+                                                        float inv_d, float eps) {
+  vec4_layernorm_modulate_rows<Out, 1>(reinterpret_cast<const float4(&)[1][kVecPerThread]>(v), shifts, scales, o, quads,
+                                       inv_d, eps);
 }
 
 }  // namespace dit::cuda

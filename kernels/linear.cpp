@@ -18,8 +18,8 @@ constexpr int kRowChunk = 64;      // rows per task; a 6-row tile spilled regist
 constexpr int kColumnBlock = 128;  // columns per task; weight packing costs 1 / kRowChunk
 
 template <int Rows>
-[[gnu::always_inline]] inline void row_tile(const double* a_packed, int K, const double* panel,
-                                            const float* bias, float* out, int N, int width) {
+[[gnu::always_inline]] inline void row_tile(const double* a_packed, int K, const double* panel, const float* bias,
+                                            float* out, int N, int width) {
   double acc[Rows][kPanelWidth] = {};
   for (int k = 0; k < K; ++k) {
     const double* w = panel + static_cast<int64_t>(k) * kPanelWidth;
@@ -35,9 +35,9 @@ template <int Rows>
 
 // AVX2 without FMA where the CPU has it: wider vectors, the same roundings (no contraction), so
 // results do not depend on the machine.
-[[gnu::target_clones("avx2", "default")]]
-void panel_product(const double* a_packed, int rows, int K, const double* panel, const float* bias,
-                   float* out, int N, int width) {
+[[gnu::target_clones("avx2", "default")]] void panel_product(const double* a_packed, int rows, int K,
+                                                             const double* panel, const float* bias, float* out, int N,
+                                                             int width) {
   for (int m = 0; m < rows; m += kRowTile) {
     const double* a = a_packed + static_cast<int64_t>(m) * K;
     float* o = out + static_cast<int64_t>(m) * N;
@@ -52,12 +52,11 @@ void panel_product(const double* a_packed, int rows, int K, const double* panel,
 
 }  // namespace
 
-void linear(const float* in, const float* weight, const float* bias, float* out, int M, int N,
-            int K) {
+void linear(const float* in, const float* weight, const float* bias, float* out, int M, int N, int K) {
   const int chunks = (M + kRowChunk - 1) / kRowChunk;
   const int blocks = (N + kColumnBlock - 1) / kColumnBlock;
   const int64_t tasks = static_cast<int64_t>(chunks) * blocks;
-#pragma omp parallel if (static_cast<int64_t>(M) * N * K > (1 << 18))
+#pragma omp parallel if (static_cast <int64_t>(M) * N * K > (1 << 18))
   {
     std::vector<double> a_packed(static_cast<size_t>(kRowChunk) * K);
     std::vector<double> panel(static_cast<size_t>(K) * kPanelWidth);

@@ -12,8 +12,7 @@ void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, i
 #pragma omp parallel for schedule(static) if (groups > 4096)
   for (int64_t group = 0; group < groups; ++group) {
     const noise_math::Philox4 bits = noise_math::philox4x32_10(
-        noise_math::noise_counter(static_cast<uint32_t>(group), slot, stream, kNoiseDomainTag),
-        key0, key1);
+        noise_math::noise_counter(static_cast<uint32_t>(group), slot, stream, kNoiseDomainTag), key0, key1);
     float z[4];
     noise_math::box_muller4(bits, z);
     for (int lane = 0; lane < 4 && 4 * group + lane < n; ++lane) out[4 * group + lane] = z[lane];

@@ -23,9 +23,9 @@ static __global__ void gaussian_noise_kernel(const uint64_t* __restrict__ seeds,
   const int row = blockIdx.y;
   const uint64_t seed = seeds ? seeds[row] : single_seed;
   const uint32_t stream = streams ? streams[row] : single_stream;
-  const noise_math::Philox4 bits = noise_math::philox4x32_10(
-      noise_math::noise_counter(static_cast<uint32_t>(group), slot, stream, kNoiseDomainTag),
-      static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  const noise_math::Philox4 bits =
+      noise_math::philox4x32_10(noise_math::noise_counter(static_cast<uint32_t>(group), slot, stream, kNoiseDomainTag),
+                                static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
   float z[4];
   noise_math::box_muller4(bits, z);
   float* o = out + static_cast<size_t>(row) * n;
@@ -48,8 +48,7 @@ static void launch_gaussian_noise(const uint64_t* seeds, const uint32_t* streams
 // ---------------------------------------------------------------------------------------------
 // Public entries
 
-void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, int64_t n,
-                    cudaStream_t cuda_stream) {
+void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, int64_t n, cudaStream_t cuda_stream) {
   const char* op = "dit::cuda::gaussian_noise";
   require(n > 0, op, "empty output");
   // The counter holds the group index in 32 bits (kernels/noise.h).
@@ -59,8 +58,8 @@ void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, i
   launch_gaussian_noise(nullptr, nullptr, seed, stream, slot, out, 1, n, cuda_stream);
 }
 
-void gaussian_noise_rows(const uint64_t* seeds, const uint32_t* streams, uint32_t slot, float* out, int rows,
-                         int64_t n, cudaStream_t cuda_stream) {
+void gaussian_noise_rows(const uint64_t* seeds, const uint32_t* streams, uint32_t slot, float* out, int rows, int64_t n,
+                         cudaStream_t cuda_stream) {
   const char* op = "dit::cuda::gaussian_noise_rows";
   require(n > 0 && rows > 0, op, "empty output");
   require(rows <= 65535, op, "more than 65535 rows");

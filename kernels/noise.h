@@ -45,12 +45,11 @@ void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, i
 namespace dit::cuda {
 
 // As dit::cpu::gaussian_noise, bit for bit: out [n] device float32.
-void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, int64_t n,
-                    cudaStream_t cuda_stream);
+void gaussian_noise(uint64_t seed, uint32_t slot, uint32_t stream, float* out, int64_t n, cudaStream_t cuda_stream);
 // out [rows, n]: row r is the noise of (seeds[r], slot, streams[r]); seeds and streams are
 // device arrays [rows].
-void gaussian_noise_rows(const uint64_t* seeds, const uint32_t* streams, uint32_t slot, float* out,
-                         int rows, int64_t n, cudaStream_t cuda_stream);
+void gaussian_noise_rows(const uint64_t* seeds, const uint32_t* streams, uint32_t slot, float* out, int rows, int64_t n,
+                         cudaStream_t cuda_stream);
 
 }  // namespace dit::cuda
 #endif

@@ -90,14 +90,14 @@ DIT_HOST_DEVICE inline float log_positive(float x) {
   const uint32_t bits = float_bits(x);
   int exponent = static_cast<int>((bits >> 23) & 0xffu) - 127;
   uint32_t mantissa_bits = (bits & 0x007fffffu) | 0x3f800000u;  // m in [1, 2)
-  if (mantissa_bits > 0x3fb504f3u) {                             // m > sqrt(2): use m / 2
+  if (mantissa_bits > 0x3fb504f3u) {                            // m > sqrt(2): use m / 2
     mantissa_bits -= 0x00800000u;
     exponent += 1;
   }
   const float m = bits_float(mantissa_bits);
   const float s = DIT_FDIV(DIT_FSUB(m, 1.0f), DIT_FADD(m, 1.0f));  // m - 1 is exact (Sterbenz)
   const float s2 = DIT_FMUL(s, s);
-  float series = 0.0909090936f;                       // 1/11
+  float series = 0.0909090936f;                           // 1/11
   series = DIT_FADD(DIT_FMUL(series, s2), 0.111111112f);  // 1/9
   series = DIT_FADD(DIT_FMUL(series, s2), 0.142857149f);  // 1/7
   series = DIT_FADD(DIT_FMUL(series, s2), 0.200000003f);  // 1/5
@@ -105,8 +105,8 @@ DIT_HOST_DEVICE inline float log_positive(float x) {
   const float two_s = DIT_FADD(s, s);
   const float log_m = DIT_FADD(two_s, DIT_FMUL(two_s, DIT_FMUL(series, s2)));
   const float e = static_cast<float>(exponent);
-  const float ln2_high = 0.693145751953125f;           // 16 significant bits
-  const float ln2_low = 1.42860677e-6f;                // ln 2 - ln2_high
+  const float ln2_high = 0.693145751953125f;  // 16 significant bits
+  const float ln2_low = 1.42860677e-6f;       // ln 2 - ln2_high
   return DIT_FADD(DIT_FMUL(e, ln2_high), DIT_FADD(DIT_FMUL(e, ln2_low), log_m));
 }
 
@@ -114,11 +114,11 @@ DIT_HOST_DEVICE inline float log_positive(float x) {
 // float32 coefficients (2 pi)^n / n!; truncation below 1e-10 relative.
 DIT_HOST_DEVICE inline float sin_2pi_reduced(float r) {
   const float r2 = DIT_FMUL(r, r);
-  float p = -15.0946426f;                      // -(2 pi)^11 / 11!
-  p = DIT_FADD(DIT_FMUL(p, r2), 42.0586929f);     // (2 pi)^9 / 9!
-  p = DIT_FADD(DIT_FMUL(p, r2), -76.7058563f);    // -(2 pi)^7 / 7!
-  p = DIT_FADD(DIT_FMUL(p, r2), 81.6052475f);     // (2 pi)^5 / 5!
-  p = DIT_FADD(DIT_FMUL(p, r2), -41.3417015f);    // -(2 pi)^3 / 3!
+  float p = -15.0946426f;                       // -(2 pi)^11 / 11!
+  p = DIT_FADD(DIT_FMUL(p, r2), 42.0586929f);   // (2 pi)^9 / 9!
+  p = DIT_FADD(DIT_FMUL(p, r2), -76.7058563f);  // -(2 pi)^7 / 7!
+  p = DIT_FADD(DIT_FMUL(p, r2), 81.6052475f);   // (2 pi)^5 / 5!
+  p = DIT_FADD(DIT_FMUL(p, r2), -41.3417015f);  // -(2 pi)^3 / 3!
   // 2 pi = high + low with high exact in 12 bits, so r * high carries no coefficient error.
   const float two_pi_high = 6.28125f;
   const float two_pi_low = 1.93530717e-3f;
@@ -127,12 +127,12 @@ DIT_HOST_DEVICE inline float sin_2pi_reduced(float r) {
 
 DIT_HOST_DEVICE inline float cos_2pi_reduced(float r) {
   const float r2 = DIT_FMUL(r, r);
-  float p = 7.90353632f;                       // (2 pi)^12 / 12!
-  p = DIT_FADD(DIT_FMUL(p, r2), -26.4262562f);    // -(2 pi)^10 / 10!
-  p = DIT_FADD(DIT_FMUL(p, r2), 60.2446404f);     // (2 pi)^8 / 8!
-  p = DIT_FADD(DIT_FMUL(p, r2), -85.4568176f);    // -(2 pi)^6 / 6!
-  p = DIT_FADD(DIT_FMUL(p, r2), 64.9393921f);     // (2 pi)^4 / 4!
-  p = DIT_FADD(DIT_FMUL(p, r2), -19.7392082f);    // -(2 pi)^2 / 2!
+  float p = 7.90353632f;                        // (2 pi)^12 / 12!
+  p = DIT_FADD(DIT_FMUL(p, r2), -26.4262562f);  // -(2 pi)^10 / 10!
+  p = DIT_FADD(DIT_FMUL(p, r2), 60.2446404f);   // (2 pi)^8 / 8!
+  p = DIT_FADD(DIT_FMUL(p, r2), -85.4568176f);  // -(2 pi)^6 / 6!
+  p = DIT_FADD(DIT_FMUL(p, r2), 64.9393921f);   // (2 pi)^4 / 4!
+  p = DIT_FADD(DIT_FMUL(p, r2), -19.7392082f);  // -(2 pi)^2 / 2!
   return DIT_FADD(1.0f, DIT_FMUL(p, r2));
 }
 
@@ -143,10 +143,22 @@ DIT_HOST_DEVICE inline void sincos_2pi(float u, float* sine, float* cosine) {
   const float r = DIT_FSUB(u, DIT_FMUL(static_cast<float>(quadrant), 0.25f));
   const float s = sin_2pi_reduced(r), c = cos_2pi_reduced(r);
   switch (quadrant & 3) {
-    case 0: *sine = s; *cosine = c; break;
-    case 1: *sine = c; *cosine = -s; break;
-    case 2: *sine = -s; *cosine = -c; break;
-    default: *sine = -c; *cosine = s; break;
+    case 0:
+      *sine = s;
+      *cosine = c;
+      break;
+    case 1:
+      *sine = c;
+      *cosine = -s;
+      break;
+    case 2:
+      *sine = -s;
+      *cosine = -c;
+      break;
+    default:
+      *sine = -c;
+      *cosine = s;
+      break;
   }
 }
 
@@ -165,8 +177,7 @@ DIT_HOST_DEVICE inline void box_muller4(const Philox4& r, float z[4]) {
 }
 
 // The counter of element group `group` (= element index / 4) of kernels/noise.h's layout.
-DIT_HOST_DEVICE inline Philox4 noise_counter(uint32_t group, uint32_t slot, uint32_t stream,
-                                             uint32_t tag) {
+DIT_HOST_DEVICE inline Philox4 noise_counter(uint32_t group, uint32_t slot, uint32_t stream, uint32_t tag) {
   return Philox4{{group, slot, stream, tag}};
 }
 

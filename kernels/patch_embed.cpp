@@ -7,8 +7,8 @@
 
 namespace dit::cpu {
 
-void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed,
-                 float* out, int B, int C, int S, int p, int D) {
+void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed, float* out, int B,
+                 int C, int S, int p, int D) {
   const int g = S / p, T = g * g, patch = C * p * p;
 #pragma omp parallel
   {
@@ -20,8 +20,7 @@ void patch_embed(const float* x, const float* weight, const float* bias, const f
         for (int c = 0; c < C; ++c)
           for (int r = 0; r < p; ++r)
             for (int q = 0; q < p; ++q)
-              pixels[(c * p + r) * p + q] =
-                  x[((static_cast<int64_t>(b) * C + c) * S + row * p + r) * S + col * p + q];
+              pixels[(c * p + r) * p + q] = x[((static_cast<int64_t>(b) * C + c) * S + row * p + r) * S + col * p + q];
         float* o = out + (static_cast<int64_t>(b) * T + token) * D;
         for (int d = 0; d < D; ++d) {
           const float* w = weight + static_cast<int64_t>(d) * patch;

@@ -69,7 +69,7 @@ static __global__ void patch_embed_kernel(const float* __restrict__ x,          
 }
 
 constexpr int kFusedMaxPatch = 256;  // C p^2 of the fused form: C = 4 up to p = 8
-constexpr int kFusedRows = 2;         // tokens a block of the fused form, where they divide T
+constexpr int kFusedRows = 2;        // tokens a block of the fused form, where they divide T
 
 // grid (B T / kRows), kVecThreads threads: tokens kRows blockIdx.x .. + kRows - 1 of the
 // flattened [B, T] (kRows divides T, so a block's tokens share their batch entry and modulation).
@@ -78,13 +78,13 @@ constexpr int kFusedRows = 2;         // tokens a block of the fused form, where
 // so the residual has the same bits.
 template <typename Out, int kRows>
 static __global__ void __launch_bounds__(kVecThreads)
-    patch_embed_layernorm_kernel(const float* __restrict__ x,          // [B, C, S, S]
-                                 const float* __restrict__ weight_t,   // [P, D], P = C p p
-                                 const float* __restrict__ bias,       // [D]
-                                 const float* __restrict__ pos_embed,  // [T, D]
-                                 float* __restrict__ residual,         // [B, T, D]
-                                 const float* __restrict__ shift,      // [B, mod_stride]
-                                 const float* __restrict__ scale,      // [B, mod_stride]
+    patch_embed_layernorm_kernel(const float* __restrict__ x,            // [B, C, S, S]
+                                 const float* __restrict__ weight_t,     // [P, D], P = C p p
+                                 const float* __restrict__ bias,         // [D]
+                                 const float* __restrict__ pos_embed,    // [T, D]
+                                 float* __restrict__ residual,           // [B, T, D]
+                                 const float* __restrict__ shift,        // [B, mod_stride]
+                                 const float* __restrict__ scale,        // [B, mod_stride]
                                  int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                  int C, int S, int p, int D, float inv_d, float eps) {
   __shared__ float patch[kRows][kFusedMaxPatch];
@@ -137,8 +137,8 @@ static __global__ void __launch_bounds__(kVecThreads)
 #pragma unroll
     for (int t = 0; t < kRows; ++t) {
       const float4 pos = v[t][j];
-      v[t][j] = make_float4(acc[t].x + added[j].x + pos.x, acc[t].y + added[j].y + pos.y,
-                            acc[t].z + added[j].z + pos.z, acc[t].w + added[j].w + pos.w);
+      v[t][j] = make_float4(acc[t].x + added[j].x + pos.x, acc[t].y + added[j].y + pos.y, acc[t].z + added[j].z + pos.z,
+                            acc[t].w + added[j].w + pos.w);
       out_rows[static_cast<size_t>(t) * quads + q] = v[t][j];
     }
   }
@@ -178,24 +178,24 @@ static void launch_patch_embed_layernorm(const float* x, const float* weight_t, 
 // ---------------------------------------------------------------------------------------------
 // Public entries
 
-void patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
-                 float* out, int B, int C, int S, int p, int D, cudaStream_t stream) {
+void patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed, float* out, int B,
+                 int C, int S, int p, int D, cudaStream_t stream) {
   const char* op = "dit::cuda::patch_embed";
   require(B > 0 && C > 0 && S > 0 && p > 0 && D > 0, op, "non-positive size");
   require(S % p == 0, op, "latent size " + std::to_string(S) + " is not a multiple of patch " + std::to_string(p));
   require((S / p) * (S / p) <= 65535 && B <= 65535, op, "grid too large");
   require(static_cast<size_t>(kTokens) * C * p * p * sizeof(float) <= 48 * 1024, op,
           "patch too large for shared memory");
-  for (const void* ptr : {static_cast<const void*>(x), static_cast<const void*>(weight_t),
-                          static_cast<const void*>(bias), static_cast<const void*>(pos_embed),
-                          static_cast<const void*>(out)})
+  for (const void* ptr :
+       {static_cast<const void*>(x), static_cast<const void*>(weight_t), static_cast<const void*>(bias),
+        static_cast<const void*>(pos_embed), static_cast<const void*>(out)})
     require_aligned(ptr, alignof(float), op, "pointer");
   launch_patch_embed(x, weight_t, bias, pos_embed, out, B, C, S, p, D, stream);
 }
 
 void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
-                                    float* residual, const float* shift, const float* scale, int mod_stride,
-                                    void* out, DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
+                                    float* residual, const float* shift, const float* scale, int mod_stride, void* out,
+                                    DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
                                     cudaStream_t stream) {
   const char* op = "dit::cuda::patch_embed_layernorm_modulate";
   require(B > 0 && C > 0 && S > 0 && p > 0 && D > 0, op, "non-positive size");

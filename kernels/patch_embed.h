@@ -8,8 +8,8 @@ namespace dit::cpu {
 
 // x [B, C, S, S] (NCHW latent), weight [D, C, p, p], bias [D], pos_embed [T, D] ->
 // out [B, T, D] with T = (S/p)^2, token = row * (S/p) + col.
-void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed,
-                 float* out, int B, int C, int S, int p, int D);
+void patch_embed(const float* x, const float* weight, const float* bias, const float* pos_embed, float* out, int B,
+                 int C, int S, int p, int D);
 
 // weight [D, C, p, p] (PyTorch's layout) -> weight_t [C p p, D], the CUDA kernels' layout.
 std::vector<float> transpose_patch_weight(const std::vector<float>& weight, int D);
@@ -24,8 +24,8 @@ namespace dit::cuda {
 // As dit::cpu::patch_embed, on device float32 pointers, but with the convolution's weight
 // transposed: weight_t [C p p, D], element (i, d) = weight[d, i] (i = (c p + r) p + q), so that the
 // threads of a warp, one output feature each, read consecutive floats (transpose_patch_weight).
-void patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
-                 float* out, int B, int C, int S, int p, int D, cudaStream_t stream);
+void patch_embed(const float* x, const float* weight_t, const float* bias, const float* pos_embed, float* out, int B,
+                 int C, int S, int p, int D, cudaStream_t stream);
 
 // The patch embedding fused with the first block's LayerNorm + modulation (its reference is
 // dit::cpu::patch_embed followed by dit::cpu::layernorm_modulate), weight_t as above: residual = patch_embed(x)
@@ -34,8 +34,8 @@ void patch_embed(const float* x, const float* weight_t, const float* bias, const
 // D % 4 == 0, D <= 1152, C p^2 % 4 == 0 and C p^2 <= 256 (every DiT configuration); otherwise
 // patch_embed, then layernorm_modulate.
 void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
-                                    float* residual, const float* shift, const float* scale, int mod_stride,
-                                    void* out, DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
+                                    float* residual, const float* shift, const float* scale, int mod_stride, void* out,
+                                    DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
                                     cudaStream_t stream);
 
 }  // namespace dit::cuda

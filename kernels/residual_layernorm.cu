@@ -47,23 +47,22 @@ struct RowPointers {
 
 template <typename Y, typename Out>
 __device__ __forceinline__ RowPointers<Y, Out> row_pointers(float* x, const Y* y, const float* gate, int gate_stride,
-                                                         const float* shift, const float* scale, int mod_stride,
-                                                         Out* out, int row, int T, int D) {
+                                                            const float* shift, const float* scale, int mod_stride,
+                                                            Out* out, int row, int T, int D) {
   const size_t b = static_cast<size_t>(row / T), offset = static_cast<size_t>(row) * D;
-  return {x + offset, y + offset, gate + b * gate_stride, shift + b * mod_stride, scale + b * mod_stride,
-          out + offset};
+  return {x + offset, y + offset, gate + b * gate_stride, shift + b * mod_stride, scale + b * mod_stride, out + offset};
 }
 
 // float4 form: one row per block of kVecThreads threads (D % 4 == 0, D <= kVecFormMaxD, every
 // float pointer and stride 16-byte aligned, y and out aligned to four of their elements).
 template <typename Y, typename Out>
 static __global__ void __launch_bounds__(kVecThreads)
-    residual_layernorm_vec4_kernel(float* __restrict__ x,            // [B, T, D]
-                                   const Y* __restrict__ y,          // [B, T, D]
-                                   const float* __restrict__ gate,   // [B, gate_stride]
+    residual_layernorm_vec4_kernel(float* __restrict__ x,           // [B, T, D]
+                                   const Y* __restrict__ y,         // [B, T, D]
+                                   const float* __restrict__ gate,  // [B, gate_stride]
                                    int gate_stride,
-                                   const float* __restrict__ shift,  // [B, mod_stride]
-                                   const float* __restrict__ scale,  // [B, mod_stride]
+                                   const float* __restrict__ shift,        // [B, mod_stride]
+                                   const float* __restrict__ scale,        // [B, mod_stride]
                                    int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                    int T, int D, float inv_d, float eps) {
   const int quads = D / 4;
@@ -93,12 +92,12 @@ static __global__ void __launch_bounds__(kVecThreads)
 // Block form: one row per block of kRowThreads threads (D <= kBlockFormMaxD).
 template <typename Y, typename Out>
 static __global__ void __launch_bounds__(kRowThreads)
-    residual_layernorm_block_kernel(float* __restrict__ x,            // [B, T, D]
-                                    const Y* __restrict__ y,          // [B, T, D]
-                                    const float* __restrict__ gate,   // [B, gate_stride]
+    residual_layernorm_block_kernel(float* __restrict__ x,           // [B, T, D]
+                                    const Y* __restrict__ y,         // [B, T, D]
+                                    const float* __restrict__ gate,  // [B, gate_stride]
                                     int gate_stride,
-                                    const float* __restrict__ shift,  // [B, mod_stride]
-                                    const float* __restrict__ scale,  // [B, mod_stride]
+                                    const float* __restrict__ shift,        // [B, mod_stride]
+                                    const float* __restrict__ scale,        // [B, mod_stride]
                                     int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                     int T, int D, float inv_d, float eps) {
   __shared__ float scratch[32];
@@ -142,12 +141,12 @@ static __global__ void __launch_bounds__(kRowThreads)
 
 // Warp-per-row form for rows longer than kBlockFormMaxD.
 template <typename Y, typename Out>
-static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,            // [B, T, D]
-                                                          const Y* __restrict__ y,          // [B, T, D]
-                                                          const float* __restrict__ gate,   // [B, gate_stride]
+static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,           // [B, T, D]
+                                                          const Y* __restrict__ y,         // [B, T, D]
+                                                          const float* __restrict__ gate,  // [B, gate_stride]
                                                           int gate_stride,
-                                                          const float* __restrict__ shift,  // [B, mod_stride]
-                                                          const float* __restrict__ scale,  // [B, mod_stride]
+                                                          const float* __restrict__ shift,        // [B, mod_stride]
+                                                          const float* __restrict__ scale,        // [B, mod_stride]
                                                           int mod_stride, Out* __restrict__ out,  // [B, T, D]
                                                           int rows, int T, int D, float eps) {
   const int lane = threadIdx.x % 32;
@@ -172,14 +171,13 @@ static __global__ void residual_layernorm_modulate_kernel(float* __restrict__ x,
 
 template <typename Y, typename Out>
 static void launch_residual_layernorm_modulate(float* x, const Y* y, const float* gate, int gate_stride,
-                                               const float* shift, const float* scale, int mod_stride, Out* out,
-                                               int B, int T, int D, float eps, cudaStream_t stream) {
+                                               const float* shift, const float* scale, int mod_stride, Out* out, int B,
+                                               int T, int D, float eps, cudaStream_t stream) {
   const int rows = B * T;
   const auto aligned16 = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  const bool vec4 = D % 4 == 0 && D <= kVecFormMaxD && gate_stride % 4 == 0 && mod_stride % 4 == 0 &&
-                    aligned16(x) && reinterpret_cast<uintptr_t>(y) % (4 * sizeof(Y)) == 0 && aligned16(gate) &&
-                    aligned16(shift) && aligned16(scale) &&
-                    reinterpret_cast<uintptr_t>(out) % (4 * sizeof(Out)) == 0;
+  const bool vec4 = D % 4 == 0 && D <= kVecFormMaxD && gate_stride % 4 == 0 && mod_stride % 4 == 0 && aligned16(x) &&
+                    reinterpret_cast<uintptr_t>(y) % (4 * sizeof(Y)) == 0 && aligned16(gate) && aligned16(shift) &&
+                    aligned16(scale) && reinterpret_cast<uintptr_t>(out) % (4 * sizeof(Out)) == 0;
   if (vec4) {
     residual_layernorm_vec4_kernel<Y, Out><<<rows, kVecThreads, 0, stream>>>(
         x, y, gate, gate_stride, shift, scale, mod_stride, out, T, D, 1.0f / static_cast<float>(D), eps);

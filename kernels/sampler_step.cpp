@@ -22,8 +22,7 @@ DdimScalars ddim_scalars(const StepCoefficients& k, float eta) {
 
 namespace dit::cpu {
 
-void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k) {
+void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k) {
   for (int n = 0; n < N; ++n)
     for (int c = 0; c < C; ++c) {
       float* xr = x + (static_cast<int64_t>(n) * C + c) * HW;
@@ -38,16 +37,15 @@ void ddpm_step(float* x, const float* model_out, const float* noise, int N, int 
           continue;
         }
         const float fraction = (v[i] + 1.0f) / 2.0f;  // v in [-1, 1] interpolates the log-variance
-        const float log_variance =
-            fraction * k.log_beta + (1.0f - fraction) * k.posterior_log_variance_clipped;
+        const float log_variance = fraction * k.log_beta + (1.0f - fraction) * k.posterior_log_variance_clipped;
         const float std_dev = static_cast<float>(std::exp(0.5 * static_cast<double>(log_variance)));
         xr[i] = mean + std_dev * z[i];
       }
     }
 }
 
-void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, float eta) {
+void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               float eta) {
   const auto [sigma, sqrt_ac_prev, eps_coefficient, add_noise] = ddim_scalars(k, eta);
   for (int n = 0; n < N; ++n)
     for (int c = 0; c < C; ++c) {

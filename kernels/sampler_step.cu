@@ -20,8 +20,7 @@ namespace dit::cuda {
 
 // The DDPM update of one element (v is read only when k.last_step is false).
 __device__ __forceinline__ float ddpm_update(float xi, float eps, float v, float noise, const StepCoefficients& k) {
-  const float x0 =
-      __fsub_rn(__fmul_rn(k.sqrt_recip_alphas_cumprod, xi), __fmul_rn(k.sqrt_recipm1_alphas_cumprod, eps));
+  const float x0 = __fsub_rn(__fmul_rn(k.sqrt_recip_alphas_cumprod, xi), __fmul_rn(k.sqrt_recipm1_alphas_cumprod, eps));
   const float mean = __fadd_rn(__fmul_rn(k.posterior_mean_coef1, x0), __fmul_rn(k.posterior_mean_coef2, xi));
   if (k.last_step) return mean;
   const float fraction = __fdiv_rn(__fadd_rn(v, 1.0f), 2.0f);
@@ -120,11 +119,10 @@ static __global__ void __launch_bounds__(256) loop_step_kernel(LoopStepArgs a) {
       const int e = 4 * group + lane;
       if (e >= per_image) break;
       const size_t i = static_cast<size_t>(n) * per_image + e;
-      const float next = step.use_ddim
-                             ? ddim_update(x[lane], eps[lane], z[lane], step.k.sqrt_recip_alphas_cumprod,
-                                           step.k.sqrt_recipm1_alphas_cumprod, step.ddim.sqrt_ac_prev,
-                                           step.ddim.eps_coefficient, step.ddim.sigma, step.ddim.add_noise)
-                             : ddpm_update(x[lane], eps[lane], v[lane], z[lane], step.k);
+      const float next = step.use_ddim ? ddim_update(x[lane], eps[lane], z[lane], step.k.sqrt_recip_alphas_cumprod,
+                                                     step.k.sqrt_recipm1_alphas_cumprod, step.ddim.sqrt_ac_prev,
+                                                     step.ddim.eps_coefficient, step.ddim.sigma, step.ddim.add_noise)
+                                       : ddpm_update(x[lane], eps[lane], v[lane], z[lane], step.k);
       a.x_state[i] = next;
       a.x_in[i] = next;
       if (a.guided) a.x_in[static_cast<size_t>(n + a.images) * per_image + e] = next;
@@ -190,8 +188,8 @@ static void launch_loop_step(const LoopStepArgs& args, cudaStream_t stream) {
 // ---------------------------------------------------------------------------------------------
 // Public entries
 
-void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, cudaStream_t stream) {
+void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               cudaStream_t stream) {
   const char* op = "dit::cuda::ddpm_step";
   require(N > 0 && C > 0 && HW > 0, op, "non-positive size");
   require_aligned(x, alignof(float), op, "x");
@@ -200,8 +198,8 @@ void ddpm_step(float* x, const float* model_out, const float* noise, int N, int 
   launch_ddpm_step(x, model_out, noise, N, C, HW, k, stream);
 }
 
-void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, float eta, cudaStream_t stream) {
+void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               float eta, cudaStream_t stream) {
   const char* op = "dit::cuda::ddim_step";
   require(N > 0 && C > 0 && HW > 0, op, "non-positive size");
   require(eta >= 0.0f, op, "eta must be non-negative");
@@ -218,8 +216,8 @@ void loop_step(const LoopStepArgs& args, cudaStream_t stream) {
   require(args.modulation_floats >= 0, op, "negative modulation size");
   require(!args.guided || (args.guided_channels > 0 && args.guided_channels <= 2 * args.C), op,
           "guided_channels not in [1, 2C]");
-  require(args.steps && args.step && args.blocks_done && args.x_state && args.x_in && args.model_out && args.seeds,
-          op, "a null pointer");
+  require(args.steps && args.step && args.blocks_done && args.x_state && args.x_in && args.model_out && args.seeds, op,
+          "a null pointer");
   require(args.modulation_floats == 0 || (args.modulation && args.modulation_chunk), op, "a null modulation pointer");
   require(args.patch >= 0, op, "negative patch size");
   require(args.patch == 0 || (args.width > 0 && args.width % args.patch == 0 &&

@@ -40,15 +40,14 @@ namespace dit::cpu {
 //   mean = coef1 * x0 + coef2 * x
 //   log_var = f * log_beta + (1 - f) * post_log_var_clipped, f = (v + 1) / 2
 //   x = mean + (last_step ? 0 : exp(0.5 * log_var) * noise)
-void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k);
+void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k);
 
 // DDIM: x0 as above, eps' = (sqrt_recip_ac * x - x0) / sqrt_recipm1_ac,
 // sigma = eta * sqrt((1 - ac_prev) / (1 - ac)) * sqrt(1 - ac / ac_prev),
 // x = x0 * sqrt(ac_prev) + sqrt(1 - ac_prev - sigma^2) * eps' + (last_step ? 0 : sigma * noise).
 // noise may be nullptr when eta == 0.
-void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, float eta);
+void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               float eta);
 
 }  // namespace dit::cpu
 
@@ -58,10 +57,10 @@ void ddim_step(float* x, const float* model_out, const float* noise, int N, int 
 namespace dit::cuda {
 
 // As dit::cpu::ddpm_step / ddim_step on device float32 pointers.
-void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, cudaStream_t stream);
-void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW,
-               const StepCoefficients& k, float eta, cudaStream_t stream);
+void ddpm_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               cudaStream_t stream);
+void ddim_step(float* x, const float* model_out, const float* noise, int N, int C, int HW, const StepCoefficients& k,
+               float eta, cudaStream_t stream);
 
 // One step of a sampling loop as a table entry on the device: everything that changes from one
 // step to the next lives here, so that the step (forward pass and update) can be captured once as
@@ -78,23 +77,23 @@ struct LoopStep {
 };
 
 struct LoopStepArgs {
-  const LoopStep* steps;         // [steps] the table
-  int* step;                     // [1] the table entry this launch applies; advanced by one
-  unsigned* blocks_done;         // [1] 0 between launches (the kernel's last block resets it)
-  float* x_state;                // [images, C, HW] the latents, updated in place
-  float* x_in;                   // [rows, C, HW] the next forward pass's input: x_state, twice if guided
-  const float* model_out;        // this step's forward pass (cond rows, then uncond): [rows, 2C, HW]
-                                 // when patch is 0, else the final layer's tokens before unpatchify,
-                                 // [rows, (width / patch)^2, patch, patch, 2C]
-  int patch = 0;                 // the model's patch size when model_out is in token layout
-  int width = 0;                 // the latent's side (HW = width^2) when patch > 0
-  const uint64_t* seeds;         // [images]
-  const float* modulation_chunk; // the chunk that next_modulation indexes
-  float* modulation;             // [modulation_floats] the forward pass's modulations
+  const LoopStep* steps;          // [steps] the table
+  int* step;                      // [1] the table entry this launch applies; advanced by one
+  unsigned* blocks_done;          // [1] 0 between launches (the kernel's last block resets it)
+  float* x_state;                 // [images, C, HW] the latents, updated in place
+  float* x_in;                    // [rows, C, HW] the next forward pass's input: x_state, twice if guided
+  const float* model_out;         // this step's forward pass (cond rows, then uncond): [rows, 2C, HW]
+                                  // when patch is 0, else the final layer's tokens before unpatchify,
+                                  // [rows, (width / patch)^2, patch, patch, 2C]
+  int patch = 0;                  // the model's patch size when model_out is in token layout
+  int width = 0;                  // the latent's side (HW = width^2) when patch > 0
+  const uint64_t* seeds;          // [images]
+  const float* modulation_chunk;  // the chunk that next_modulation indexes
+  float* modulation;              // [modulation_floats] the forward pass's modulations
   int64_t modulation_floats;
   int images, C, HW;
-  bool guided;                   // rows = 2 * images: classifier-free guidance on channels
-  int guided_channels;           // [0, guided_channels) of the 2C output channels
+  bool guided;          // rows = 2 * images: classifier-free guidance on channels
+  int guided_channels;  // [0, guided_channels) of the 2C output channels
 };
 
 // Applies table entry *step, exactly as guidance_combine, gaussian_noise_rows (stream 0, slot

@@ -37,8 +37,7 @@ static __global__ void timestep_embed_kernel(const int64_t* __restrict__ t, floa
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-static void launch_timestep_embed(const int64_t* t, float* out, int B, int dim, float max_period,
-                                  cudaStream_t stream) {
+static void launch_timestep_embed(const int64_t* t, float* out, int B, int dim, float max_period, cudaStream_t stream) {
   constexpr int kThreads = 128;
   const int half = dim / 2;
   const float minus_log_period = static_cast<float>(-std::log(static_cast<double>(max_period)));

@@ -14,8 +14,7 @@ void unpatchify(const float* tokens, float* out, int B, int g, int p, int C) {
         for (int r = 0; r < p; ++r)
           for (int q = 0; q < p; ++q)
             for (int c = 0; c < C; ++c)
-              out[((static_cast<int64_t>(b) * C + c) * S + h * p + r) * S + w * p + q] =
-                  vec[(r * p + q) * C + c];
+              out[((static_cast<int64_t>(b) * C + c) * S + h * p + r) * S + w * p + q] = vec[(r * p + q) * C + c];
       }
 }
 

@@ -35,16 +35,15 @@ template <typename Word>
 static void launch_upsample(const void* in, void* out, int N, int H, int W, int words, cudaStream_t stream) {
   const int64_t total = static_cast<int64_t>(N) * 4 * H * W * words;
   const unsigned blocks = static_cast<unsigned>((total + kUpsampleThreads - 1) / kUpsampleThreads);
-  upsample_nearest2x_kernel<Word><<<blocks, kUpsampleThreads, 0, stream>>>(
-      static_cast<const Word*>(in), static_cast<Word*>(out), total, H, W, words);
+  upsample_nearest2x_kernel<Word><<<blocks, kUpsampleThreads, 0, stream>>>(static_cast<const Word*>(in),
+                                                                           static_cast<Word*>(out), total, H, W, words);
   DIT_LAUNCH_CHECK();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Public entry
 
-void upsample_nearest2x(const void* in, void* out, DeviceDtype dtype, int N, int H, int W, int C,
-                        cudaStream_t stream) {
+void upsample_nearest2x(const void* in, void* out, DeviceDtype dtype, int N, int H, int W, int C, cudaStream_t stream) {
   const char* op = "dit::cuda::upsample_nearest2x";
   require(N > 0 && H > 0 && W > 0 && C > 0, op, "non-positive size");
   require(C % 2 == 0, op, "C " + std::to_string(C) + " is odd");

@@ -17,8 +17,7 @@ namespace dit::cuda {
 
 // As dit::cpu::upsample_nearest2x on device memory in `dtype`; C % 2 == 0 required (pairs of
 // 16-bit values move as one 32-bit word). in and out must not overlap.
-void upsample_nearest2x(const void* in, void* out, DeviceDtype dtype, int N, int H, int W, int C,
-                        cudaStream_t stream);
+void upsample_nearest2x(const void* in, void* out, DeviceDtype dtype, int N, int H, int W, int C, cudaStream_t stream);
 
 }  // namespace dit::cuda
 #endif

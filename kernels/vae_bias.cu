@@ -13,8 +13,8 @@ constexpr int kBiasThreads = 256;
 // Kernel
 
 template <typename T>
-static __global__ void vae_add_bias_kernel(T* __restrict__ x,                // [rows, C]
-                                           const float* __restrict__ bias,   // [C]
+static __global__ void vae_add_bias_kernel(T* __restrict__ x,               // [rows, C]
+                                           const float* __restrict__ bias,  // [C]
                                            int64_t pairs, int half_channels) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= pairs) return;

@@ -7,8 +7,8 @@
 
 namespace dit::cpu {
 
-void vae_conv2d(const float* in, const float* weight, const float* bias, float* out, int N,
-                int H, int W, int Cin, int Cout, int k) {
+void vae_conv2d(const float* in, const float* weight, const float* bias, float* out, int N, int H, int W, int Cin,
+                int Cout, int k) {
   // Repacked to [ky, kx, Cin, Cout] so the innermost loop runs over contiguous output channels.
   std::vector<float> packed(static_cast<size_t>(k) * k * Cin * Cout);
   for (int co = 0; co < Cout; ++co)

@@ -7,7 +7,7 @@ namespace dit::cpu {
 
 // in [N, H, W, Cin], weight [Cout, Cin, k, k] (PyTorch layout), bias [Cout] or nullptr ->
 // out [N, H, W, Cout]; k odd. float64 accumulation; parallel over rows. in != out.
-void vae_conv2d(const float* in, const float* weight, const float* bias, float* out, int N,
-                int H, int W, int Cin, int Cout, int k);
+void vae_conv2d(const float* in, const float* weight, const float* bias, float* out, int N, int H, int W, int Cin,
+                int Cout, int k);
 
 }  // namespace dit::cpu

@@ -44,8 +44,8 @@ void channels_last_to_planar(const void* in, DeviceDtype dtype, float* out, int 
   const unsigned blocks = static_cast<unsigned>((total + kImageThreads - 1) / kImageThreads);
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    channels_last_to_planar_kernel<T><<<blocks, kImageThreads, 0, stream>>>(static_cast<const T*>(in), out, total, P,
-                                                                            C_stride, C);
+    channels_last_to_planar_kernel<T>
+        <<<blocks, kImageThreads, 0, stream>>>(static_cast<const T*>(in), out, total, P, C_stride, C);
     DIT_LAUNCH_CHECK();
   });
 }

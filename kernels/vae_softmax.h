@@ -19,8 +19,7 @@ namespace dit::cuda {
 
 // As dit::cpu::vae_softmax on device memory in `dtype`, float32 max, sum and exponentials;
 // one block per row, fixed reduction order (bit-reproducible). In place allowed.
-void vae_softmax(const void* in, void* out, DeviceDtype dtype, int64_t R, int64_t L,
-                 cudaStream_t stream);
+void vae_softmax(const void* in, void* out, DeviceDtype dtype, int64_t R, int64_t L, cudaStream_t stream);
 
 }  // namespace dit::cuda
 #endif

@@ -17,8 +17,8 @@ struct Family {
   const char* size;  // "XL"
   int depth, hidden_size, num_heads;
 };
-constexpr std::array<Family, 4> kFamilies{{
-    {"S", 12, 384, 6}, {"B", 12, 768, 12}, {"L", 24, 1024, 16}, {"XL", 28, 1152, 16}}};
+constexpr std::array<Family, 4> kFamilies{
+    {{"S", 12, 384, 6}, {"B", 12, 768, 12}, {"L", 24, 1024, 16}, {"XL", 28, 1152, 16}}};
 constexpr std::array<int, 3> kPatchSizes{2, 4, 8};
 
 std::string upper(std::string_view text) {
@@ -37,8 +37,7 @@ int64_t ModelConfig::parameter_count() const {
   const int64_t patch = D * in_channels * P * P + D;
   const int64_t timestep = 256 * D + D + D * D + D;
   const int64_t labels = (num_classes + 1) * D;
-  const int64_t block = (6 * D * D + 6 * D) + (3 * D * D + 3 * D) + (D * D + D) + (M * D + M) +
-                        (D * M + D);
+  const int64_t block = (6 * D * D + 6 * D) + (3 * D * D + 3 * D) + (D * D + D) + (M * D + M) + (D * M + D);
   const int64_t final_layer = (2 * D * D + 2 * D) + (P * P * out_channels() * D + P * P * out_channels());
   return positions + patch + timestep + labels + depth * block + final_layer;
 }
@@ -51,8 +50,7 @@ void ModelConfig::validate() const {
   if (input_size <= 0) fail("input_size must be positive, got " + std::to_string(input_size));
   if (patch_size <= 0) fail("patch_size must be positive, got " + std::to_string(patch_size));
   if (input_size % patch_size)
-    fail("input_size " + std::to_string(input_size) + " is not a multiple of patch_size " +
-         std::to_string(patch_size));
+    fail("input_size " + std::to_string(input_size) + " is not a multiple of patch_size " + std::to_string(patch_size));
   if (in_channels <= 0) fail("in_channels must be positive, got " + std::to_string(in_channels));
   if (depth <= 0) fail("depth must be positive, got " + std::to_string(depth));
   if (num_heads <= 0) fail("num_heads must be positive, got " + std::to_string(num_heads));
@@ -88,15 +86,13 @@ ModelConfig model_config(std::string_view name, int image_size) {
         }
   std::string known;
   for (const std::string& n : model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw Error(ErrorKind::invalid_argument,
-              "unknown model '" + std::string(name) + "' (known: " + known + ")");
+  throw Error(ErrorKind::invalid_argument, "unknown model '" + std::string(name) + "' (known: " + known + ")");
 }
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const Family& family : kFamilies)
-    for (int patch : kPatchSizes)
-      names.push_back("DiT-" + std::string(family.size) + "/" + std::to_string(patch));
+    for (int patch : kPatchSizes) names.push_back("DiT-" + std::string(family.size) + "/" + std::to_string(patch));
   return names;
 }
 
@@ -119,8 +115,8 @@ ModelConfig model_config_from_json(std::string_view json_text) {
     return value.get<int>();
   };
   ModelConfig config;
-  config.name = json.contains("name") && json["name"].is_string() ? json["name"].get<std::string>()
-                                                                   : std::string("custom");
+  config.name =
+      json.contains("name") && json["name"].is_string() ? json["name"].get<std::string>() : std::string("custom");
   config.input_size = integer("input_size", true, 0);
   config.patch_size = integer("patch_size", true, 0);
   config.hidden_size = integer("hidden_size", true, 0);
@@ -143,12 +139,16 @@ ModelConfig model_config_from_json(std::string_view json_text) {
 }
 
 std::string to_json(const ModelConfig& config) {
-  const nlohmann::json json = {
-      {"name", config.name},           {"input_size", config.input_size},
-      {"patch_size", config.patch_size}, {"in_channels", config.in_channels},
-      {"hidden_size", config.hidden_size}, {"depth", config.depth},
-      {"num_heads", config.num_heads},   {"mlp_ratio", config.mlp_ratio},
-      {"num_classes", config.num_classes}, {"learn_sigma", config.learn_sigma}};
+  const nlohmann::json json = {{"name", config.name},
+                               {"input_size", config.input_size},
+                               {"patch_size", config.patch_size},
+                               {"in_channels", config.in_channels},
+                               {"hidden_size", config.hidden_size},
+                               {"depth", config.depth},
+                               {"num_heads", config.num_heads},
+                               {"mlp_ratio", config.mlp_ratio},
+                               {"num_classes", config.num_classes},
+                               {"learn_sigma", config.learn_sigma}};
   return json.dump();
 }
 

@@ -10,20 +10,20 @@
 namespace dit {
 
 struct ModelConfig {
-  std::string name;         // "DiT-XL/2"
-  int input_size = 32;      // latent height == width (image size / 8)
+  std::string name;     // "DiT-XL/2"
+  int input_size = 32;  // latent height == width (image size / 8)
   int patch_size = 2;
   int in_channels = 4;
   int hidden_size = 1152;
   int depth = 28;
   int num_heads = 16;
   float mlp_ratio = 4.0f;
-  int num_classes = 1000;   // the embedding table has num_classes + 1 rows; the last is null
+  int num_classes = 1000;  // the embedding table has num_classes + 1 rows; the last is null
   bool learn_sigma = true;
 
-  int grid() const { return input_size / patch_size; }             // g
-  int tokens() const { return grid() * grid(); }                   // T = g * g
-  int head_dim() const { return hidden_size / num_heads; }         // 72 for XL, else 64
+  int grid() const { return input_size / patch_size; }      // g
+  int tokens() const { return grid() * grid(); }            // T = g * g
+  int head_dim() const { return hidden_size / num_heads; }  // 72 for XL, else 64
   int mlp_hidden() const { return static_cast<int>(hidden_size * mlp_ratio); }
   int out_channels() const { return learn_sigma ? 2 * in_channels : in_channels; }
   int null_class() const { return num_classes; }

@@ -16,8 +16,8 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
   switch (backend) {
     case Backend::cpu:
       if (precision != Precision::fp32)
-        throw Error(ErrorKind::invalid_argument, std::string("the cpu backend runs fp32 only, not ") +
-                                                     precision_name(precision));
+        throw Error(ErrorKind::invalid_argument,
+                    std::string("the cpu backend runs fp32 only, not ") + precision_name(precision));
       return std::make_unique<CpuDitModel>(config, weights);
     case Backend::cuda:
 #if DIT_WITH_CUDA

@@ -24,13 +24,12 @@ class DitModel {
 
   // model(x, t, y): x [B, C, S, S], t [B] (original timesteps), y [B] (num_classes = null);
   // returns [B, out_channels, S, S].
-  virtual Tensor forward(const Tensor& x, std::span<const int64_t> t,
-                         std::span<const int64_t> y) = 0;
+  virtual Tensor forward(const Tensor& x, std::span<const int64_t> t, std::span<const int64_t> y) = 0;
   // Upstream forward_with_cfg: x [2B, ...]; only x[:B] is used (run twice); y holds the B real
   // labels then B null labels; channels 0-2 get uncond + s * (cond - uncond) in both halves,
   // channels 3.. keep each half's own output.
-  virtual Tensor forward_with_cfg(const Tensor& x, std::span<const int64_t> t,
-                                  std::span<const int64_t> y, float cfg_scale) = 0;
+  virtual Tensor forward_with_cfg(const Tensor& x, std::span<const int64_t> t, std::span<const int64_t> y,
+                                  float cfg_scale) = 0;
   // Final latents [N, C, S, S] for N = request.class_labels.size() images (the first half of
   // the guided batch). The default runs the host loop of sampler.cpp over forward_with_cfg;
   // a backend may run the whole loop on its device instead (same result).
@@ -38,9 +37,7 @@ class DitModel {
 };
 
 // Throws dit::Error (device) when the backend is not built in or no GPU is usable.
-std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
-                                     const DitWeights& weights,
-                                     Precision precision = Precision::fp32,
-                                     const EngineOptions& options = {});
+std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
+                                     Precision precision = Precision::fp32, const EngineOptions& options = {});
 
 }  // namespace dit

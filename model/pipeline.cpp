@@ -31,12 +31,11 @@ std::vector<Image> to_images(const Tensor& decoded) {
   return images;
 }
 
-PipelineResult generate(DitModel& model, VaeDecoder& vae, const SampleRequest& request,
-                        const ProgressFn& progress) {
+PipelineResult generate(DitModel& model, VaeDecoder& vae, const SampleRequest& request, const ProgressFn& progress) {
   if (model.config().in_channels != vae.config().latent_channels)
-    throw Error(ErrorKind::invalid_argument,
-                "generate: the DiT makes " + std::to_string(model.config().in_channels) +
-                    "-channel latents but the VAE decodes " + std::to_string(vae.config().latent_channels));
+    throw Error(ErrorKind::invalid_argument, "generate: the DiT makes " + std::to_string(model.config().in_channels) +
+                                                 "-channel latents but the VAE decodes " +
+                                                 std::to_string(vae.config().latent_channels));
   PipelineResult result;
   result.latents = model.sample(request, progress);
   Tensor z = result.latents;

@@ -36,15 +36,13 @@ void validate(const SampleRequest& request, int num_classes) {
     if (label < 0 || label >= num_classes)
       fail("class label " + std::to_string(label) + " is outside [0, " + std::to_string(num_classes) + ")");
   if (request.seeds.size() != request.class_labels.size())
-    fail("a sample request needs one seed per image: " + std::to_string(request.seeds.size()) +
-         " seeds for " + std::to_string(request.class_labels.size()) + " class labels");
-  if (request.steps < 1 || request.steps > 1000)
-    fail("steps must be in 1..1000, got " + std::to_string(request.steps));
+    fail("a sample request needs one seed per image: " + std::to_string(request.seeds.size()) + " seeds for " +
+         std::to_string(request.class_labels.size()) + " class labels");
+  if (request.steps < 1 || request.steps > 1000) fail("steps must be in 1..1000, got " + std::to_string(request.steps));
   if (!std::isfinite(request.cfg_scale)) fail("the guidance scale must be finite");
   if (!std::isfinite(request.eta) || request.eta < 0.0f)
     fail("eta must be finite and non-negative, got " + std::to_string(request.eta));
-  if (request.sampler == SamplerKind::ddpm && request.eta != 0.0f)
-    fail("eta applies to the ddim sampler only");
+  if (request.sampler == SamplerKind::ddpm && request.eta != 0.0f) fail("eta applies to the ddim sampler only");
 }
 
 std::vector<int64_t> batch_labels(const SampleRequest& request, const ModelConfig& config) {
@@ -60,8 +58,7 @@ Tensor initial_latents(const SampleRequest& request, const ModelConfig& config) 
   const int64_t per_image = x.numel() / rows;
   for (int64_t n = 0; n < images; ++n) {
     cpu::gaussian_noise(request.seeds[n], kNoiseSlotInitial, 0, x.ptr() + n * per_image, per_image);
-    if (rows > images)
-      std::copy_n(x.ptr() + n * per_image, per_image, x.ptr() + (images + n) * per_image);
+    if (rows > images) std::copy_n(x.ptr() + n * per_image, per_image, x.ptr() + (images + n) * per_image);
   }
   return x;
 }
@@ -89,9 +86,9 @@ StepCoefficients step_coefficients(const DiffusionSchedule& schedule, int index)
   return k;
 }
 
-Tensor run_sampler(DitModel& model, Tensor x, std::span<const int64_t> labels,
-                   const DiffusionSchedule& schedule, SamplerKind kind, float cfg_scale, float eta,
-                   const NoiseSource& noise, const StepObserver& observer) {
+Tensor run_sampler(DitModel& model, Tensor x, std::span<const int64_t> labels, const DiffusionSchedule& schedule,
+                   SamplerKind kind, float cfg_scale, float eta, const NoiseSource& noise,
+                   const StepObserver& observer) {
   const ModelConfig& config = model.config();
   if (!config.learn_sigma)
     throw Error(ErrorKind::invalid_argument, "sampling needs a learn_sigma model (the variance channels)");
@@ -99,8 +96,7 @@ Tensor run_sampler(DitModel& model, Tensor x, std::span<const int64_t> labels,
                                       config.input_size};
   if (x.shape != expected || static_cast<int64_t>(labels.size()) != x.dim(0))
     throw Error(ErrorKind::invalid_argument, "sampler input " + shape_string(x.shape) + " with " +
-                                                 std::to_string(labels.size()) + " labels does not fit " +
-                                                 config.name);
+                                                 std::to_string(labels.size()) + " labels does not fit " + config.name);
   const bool guided = cfg_scale != 1.0f;
   const int rows = static_cast<int>(x.dim(0)), C = config.in_channels;
   const int HW = config.input_size * config.input_size;
@@ -127,8 +123,8 @@ Tensor DitModel::sample(const SampleRequest& request, const ProgressFn& progress
   const DiffusionSchedule schedule = make_schedule(request.steps);
   const std::vector<int64_t> labels = batch_labels(request, model_config);
   Tensor all_rows = run_sampler(
-      *this, initial_latents(request, model_config), labels, schedule, request.sampler, request.cfg_scale,
-      request.eta, [&request](int iteration, Tensor& noise) { step_noise(request, iteration, noise); },
+      *this, initial_latents(request, model_config), labels, schedule, request.sampler, request.cfg_scale, request.eta,
+      [&request](int iteration, Tensor& noise) { step_noise(request, iteration, noise); },
       [&](int iteration, const Tensor&) {
         if (progress) progress(iteration + 1, schedule.num_steps);
       });

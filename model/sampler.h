@@ -26,9 +26,9 @@ struct SampleRequest {
   std::vector<int> class_labels;  // one per image, in [0, num_classes)
   std::vector<uint64_t> seeds;    // one per image; an image's noise depends on its seed only
   int steps = 250;
-  float cfg_scale = 4.0f;         // guidance is on when cfg_scale != 1
+  float cfg_scale = 4.0f;  // guidance is on when cfg_scale != 1
   SamplerKind sampler = SamplerKind::ddpm;
-  float eta = 0.0f;               // DDIM only
+  float eta = 0.0f;  // DDIM only
 };
 
 // Called after each step with (steps done, steps total).
@@ -62,8 +62,8 @@ using StepObserver = std::function<void(int iteration, const Tensor& x)>;
 // the model (forward_with_cfg when cfg_scale != 1, which needs rows = 2B with the null labels
 // in the second half; else forward) at timestep_map[N - 1 - i], then the DDPM or DDIM update
 // of every row. Noise is asked for only where a step adds some. Returns the final batch.
-Tensor run_sampler(DitModel& model, Tensor x, std::span<const int64_t> labels,
-                   const DiffusionSchedule& schedule, SamplerKind kind, float cfg_scale, float eta,
-                   const NoiseSource& noise, const StepObserver& observer = {});
+Tensor run_sampler(DitModel& model, Tensor x, std::span<const int64_t> labels, const DiffusionSchedule& schedule,
+                   SamplerKind kind, float cfg_scale, float eta, const NoiseSource& noise,
+                   const StepObserver& observer = {});
 
 }  // namespace dit

@@ -41,10 +41,11 @@ std::set<int64_t> spaced_timesteps(int base_steps, int count) {
 
 DiffusionSchedule make_schedule(int num_steps, int base_steps) {
   if (base_steps < 2)
-    throw Error(ErrorKind::invalid_argument, "the base schedule needs at least 2 steps, got " + std::to_string(base_steps));
+    throw Error(ErrorKind::invalid_argument,
+                "the base schedule needs at least 2 steps, got " + std::to_string(base_steps));
   if (num_steps < 1 || num_steps > base_steps)
-    throw Error(ErrorKind::invalid_argument, "sampling steps must be in 1.." + std::to_string(base_steps) +
-                                                 ", got " + std::to_string(num_steps));
+    throw Error(ErrorKind::invalid_argument,
+                "sampling steps must be in 1.." + std::to_string(base_steps) + ", got " + std::to_string(num_steps));
   const std::vector<double> base_betas = linspace(kBetaStart, kBetaEnd, base_steps);
   std::vector<double> base_alphas_cumprod(base_steps);
   double product = 1.0;
@@ -90,8 +91,7 @@ DiffusionSchedule make_schedule(int num_steps, int base_steps) {
   // With a single step upstream has no value at all; that step adds no noise, so log(beta) stands in.
   s.posterior_log_variance_clipped.resize(n);
   for (int i = 0; i < n; ++i)
-    s.posterior_log_variance_clipped[i] =
-        n > 1 ? std::log(s.posterior_variance[i == 0 ? 1 : i]) : s.log_betas[0];
+    s.posterior_log_variance_clipped[i] = n > 1 ? std::log(s.posterior_variance[i == 0 ? 1 : i]) : s.log_betas[0];
   return s;
 }
 

@@ -9,12 +9,12 @@
 namespace dit {
 
 struct DiffusionSchedule {
-  int num_steps = 0;                        // N, the respaced length
-  std::vector<int64_t> timestep_map;        // [N] original timestep fed to the model
-  std::vector<double> betas;                // [N] respaced betas
-  std::vector<double> alphas_cumprod;       // [N]
-  std::vector<double> alphas_cumprod_prev;  // [N]
-  std::vector<double> posterior_variance;   // [N]
+  int num_steps = 0;                                   // N, the respaced length
+  std::vector<int64_t> timestep_map;                   // [N] original timestep fed to the model
+  std::vector<double> betas;                           // [N] respaced betas
+  std::vector<double> alphas_cumprod;                  // [N]
+  std::vector<double> alphas_cumprod_prev;             // [N]
+  std::vector<double> posterior_variance;              // [N]
   std::vector<double> posterior_log_variance_clipped;  // [N]
   std::vector<double> posterior_mean_coef1;            // [N]
   std::vector<double> posterior_mean_coef2;            // [N]

@@ -56,9 +56,7 @@ class VaeDecoder {
   virtual Tensor decode(const Tensor& z) = 0;
 };
 
-std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config,
-                                             const VaeWeights& weights,
-                                             Precision precision = Precision::fp32,
-                                             const EngineOptions& options = {});
+std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
+                                             Precision precision = Precision::fp32, const EngineOptions& options = {});
 
 }  // namespace dit

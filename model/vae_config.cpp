@@ -8,9 +8,7 @@
 namespace dit {
 
 void VaeConfig::validate() const {
-  auto fail = [](const std::string& message) {
-    throw Error(ErrorKind::invalid_argument, "VAE config: " + message);
-  };
+  auto fail = [](const std::string& message) { throw Error(ErrorKind::invalid_argument, "VAE config: " + message); };
   if (latent_channels <= 0) fail("latent_channels must be positive");
   if (out_channels <= 0) fail("out_channels must be positive");
   if (layers_per_block <= 0) fail("layers_per_block must be positive");
@@ -85,8 +83,8 @@ DecoderLayout decoder_layout(const VaeConfig& config) {
   layout.bottom_channels = config.block_out_channels.front();
   layout.out_channels = config.out_channels;
   for (int i = 0; i < 2; ++i)
-    layout.mid_resnets[i] = {"decoder.mid_block.resnets." + std::to_string(i) + ".",
-                             layout.top_channels, layout.top_channels};
+    layout.mid_resnets[i] = {"decoder.mid_block.resnets." + std::to_string(i) + ".", layout.top_channels,
+                             layout.top_channels};
   const int blocks = static_cast<int>(config.block_out_channels.size());
   int previous = layout.top_channels;
   for (int i = 0; i < blocks; ++i) {
@@ -94,8 +92,8 @@ DecoderLayout decoder_layout(const VaeConfig& config) {
     block.channels = config.block_out_channels[blocks - 1 - i];
     const std::string prefix = "decoder.up_blocks." + std::to_string(i) + ".";
     for (int j = 0; j <= config.layers_per_block; ++j)
-      block.resnets.push_back({prefix + "resnets." + std::to_string(j) + ".",
-                               j == 0 ? previous : block.channels, block.channels});
+      block.resnets.push_back(
+          {prefix + "resnets." + std::to_string(j) + ".", j == 0 ? previous : block.channels, block.channels});
     if (i + 1 < blocks) block.upsampler_prefix = prefix + "upsamplers.0.conv.";
     previous = block.channels;
     layout.up_blocks.push_back(std::move(block));
@@ -145,8 +143,7 @@ static bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-static std::string replace_prefix(const std::string& s, const std::string& prefix,
-                                  const std::string& replacement) {
+static std::string replace_prefix(const std::string& s, const std::string& prefix, const std::string& replacement) {
   return replacement + s.substr(prefix.size());
 }
 

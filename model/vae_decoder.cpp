@@ -8,13 +8,11 @@
 
 namespace dit {
 
-std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config,
-                                             const VaeWeights& weights, Precision precision,
-                                             const EngineOptions& options) {
+std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
+                                             Precision precision, const EngineOptions& options) {
   config.validate();
   switch (backend) {
-    case Backend::cpu:
-      return make_cpu_vae_decoder(config, weights, precision);
+    case Backend::cpu: return make_cpu_vae_decoder(config, weights, precision);
     case Backend::cuda:
 #ifdef DIT_WITH_CUDA
       return make_cuda_vae_decoder(config, weights, precision, options);

@@ -26,15 +26,16 @@ VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
   const bool ldm = file.contains("decoder.mid.block_1.conv1.weight");
   if (!diffusers && !ldm)
     throw Error(ErrorKind::invalid_file,
-                path + ": not a VAE decoder checkpoint (neither decoder.mid_block.resnets.0.conv1.weight "
-                       "(diffusers) nor decoder.mid.block_1.conv1.weight (LDM) is present)");
+                path +
+                    ": not a VAE decoder checkpoint (neither decoder.mid_block.resnets.0.conv1.weight "
+                    "(diffusers) nor decoder.mid.block_1.conv1.weight (LDM) is present)");
   VaeWeights weights;
   std::set<std::string> used;
   for (const auto& [name, shape] : shapes) {
     const std::string stored = diffusers ? name : vae::ldm_name(name, config);
     if (!file.contains(stored))
-      throw Error(ErrorKind::invalid_file, path + ": missing tensor " + stored + " (shape " +
-                                               shape_string(shape) + ") for this VAE config");
+      throw Error(ErrorKind::invalid_file,
+                  path + ": missing tensor " + stored + " (shape " + shape_string(shape) + ") for this VAE config");
     std::vector<int64_t> expected = shape;
     // LDM's attention projections are 1x1 convolutions: [C, C, 1, 1] instead of [C, C].
     const bool as_conv = !diffusers && shape.size() == 2 && name.find("attentions.0.to_") != std::string::npos;
@@ -46,8 +47,8 @@ VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
   }
   for (const auto& [stored, view] : file.tensors())
     if (is_decoder_parameter(stored) && !used.count(stored))
-      throw Error(ErrorKind::invalid_file, path + ": unexpected tensor " + stored +
-                                               " (the checkpoint does not match the VAE config)");
+      throw Error(ErrorKind::invalid_file,
+                  path + ": unexpected tensor " + stored + " (the checkpoint does not match the VAE config)");
   return weights;
 }
 

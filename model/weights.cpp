@@ -62,9 +62,10 @@ std::map<std::string, std::vector<int64_t>> expected_weight_shapes(const ModelCo
 
 Tensor sincos_pos_embed(int hidden_size, int grid) {
   if (hidden_size <= 0 || hidden_size % 4 || grid <= 0)
-    throw Error(ErrorKind::invalid_argument, "sincos_pos_embed needs hidden_size a positive multiple of 4 "
-                                             "and a positive grid, got " + std::to_string(hidden_size) +
-                                             " and " + std::to_string(grid));
+    throw Error(ErrorKind::invalid_argument,
+                "sincos_pos_embed needs hidden_size a positive multiple of 4 "
+                "and a positive grid, got " +
+                    std::to_string(hidden_size) + " and " + std::to_string(grid));
   const int quarter = hidden_size / 4, half = hidden_size / 2;
   Tensor table({1, static_cast<int64_t>(grid) * grid, hidden_size});
   for (int row = 0; row < grid; ++row)
@@ -100,8 +101,8 @@ DitWeights DitWeights::random(const ModelConfig& config, uint64_t seed, float st
 #pragma omp parallel for schedule(static) if (groups > 16384)
     for (int64_t group = 0; group < groups; ++group) {
       const noise_math::Philox4 bits = noise_math::philox4x32_10(
-          noise_math::noise_counter(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32),
-                                    stream, kWeightsDomainTag),
+          noise_math::noise_counter(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), stream,
+                                    kWeightsDomainTag),
           key0, key1);
       float z[4];
       noise_math::box_muller4(bits, z);

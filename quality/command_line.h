@@ -51,6 +51,7 @@ std::string baseline_root(const Locations& locations);  // --baseline-dir, $DIT_
 std::string render_dir_of(const Locations& locations, const GateSet& set);  // <run root>/<set>/render
 
 // Runs `main` (parses `app` first) and maps what escapes it to the exit codes above.
-int run_command_line(CLI::App& app, int argc, char** argv, const std::string& program, const std::function<int()>& main);
+int run_command_line(CLI::App& app, int argc, char** argv, const std::string& program,
+                     const std::function<int()>& main);
 
 }  // namespace dit::quality

@@ -18,8 +18,8 @@ namespace {
 using nlohmann::json;
 
 const std::set<std::string> kTopLevelFields = {
-    "about",    "version",          "strict_zero_regression", "strict_classifications",
-    "required_metrics", "metrics", "critical_cases",          "calibration"};
+    "about",          "version",    "strict_zero_regression", "strict_classifications", "required_metrics", "metrics",
+    "critical_cases", "calibration"};
 const std::set<std::string> kRuleFields = {"direction", "allowed_regression", "floor", "about"};
 
 [[noreturn]] void malformed(const std::string& label, const std::string& problem) {
@@ -32,8 +32,7 @@ double non_negative_number(const json& value, const std::string& label, const st
   return value.get<double>();
 }
 
-std::vector<std::string> string_list(const json& value, const std::string& label,
-                                     const std::string& where) {
+std::vector<std::string> string_list(const json& value, const std::string& label, const std::string& where) {
   if (!value.is_array()) malformed(label, where + " must be an array of strings");
   std::vector<std::string> out;
   for (const json& item : value) {
@@ -63,11 +62,9 @@ MetricRule parse_rule(const std::string& name, const json& object, const std::st
   } else {
     malformed(label, where + ".direction must be \"higher\" or \"lower\"");
   }
-  if (!object.contains("allowed_regression"))
-    malformed(label, where + ": missing field \"allowed_regression\"");
+  if (!object.contains("allowed_regression")) malformed(label, where + ": missing field \"allowed_regression\"");
   const json& allowed = object.at("allowed_regression");
-  if (!allowed.is_object() || !allowed.contains("absolute") || !allowed.contains("relative") ||
-      allowed.size() != 2)
+  if (!allowed.is_object() || !allowed.contains("absolute") || !allowed.contains("relative") || allowed.size() != 2)
     malformed(label, where + ".allowed_regression must be {\"absolute\": x, \"relative\": y}");
   rule.allowed_absolute = non_negative_number(allowed.at("absolute"), label, where + ".allowed_regression.absolute");
   rule.allowed_relative = non_negative_number(allowed.at("relative"), label, where + ".allowed_regression.relative");
@@ -93,13 +90,12 @@ const char* classification_name(Classification classification) {
 }
 
 Classification parse_classification(std::string_view name) {
-  for (Classification c : {Classification::exact, Classification::numerical,
-                           Classification::approximate, Classification::quantization}) {
+  for (Classification c :
+       {Classification::exact, Classification::numerical, Classification::approximate, Classification::quantization}) {
     if (name == classification_name(c)) return c;
   }
-  throw Error(ErrorKind::invalid_argument,
-              "unknown classification \"" + std::string(name) +
-                  "\" (expected exact, numerical, approximate or quantization)");
+  throw Error(ErrorKind::invalid_argument, "unknown classification \"" + std::string(name) +
+                                               "\" (expected exact, numerical, approximate or quantization)");
 }
 
 double MetricRule::threshold(double baseline) const {
@@ -124,8 +120,8 @@ bool MetricRule::no_worse(double a, double b) const {
 
 bool Contract::strict_for(Classification classification) const {
   if (strict_zero_regression || classification == Classification::quantization) return true;
-  return std::find(strict_classifications.begin(), strict_classifications.end(),
-                   classification_name(classification)) != strict_classifications.end();
+  return std::find(strict_classifications.begin(), strict_classifications.end(), classification_name(classification)) !=
+         strict_classifications.end();
 }
 
 bool Contract::requires_metric(std::string_view metric) const {
@@ -134,16 +130,14 @@ bool Contract::requires_metric(std::string_view metric) const {
 
 const MetricRule& Contract::rule(const std::string& metric) const {
   auto found = metrics.find(metric);
-  if (found == metrics.end())
-    throw Error(ErrorKind::invalid_file, path + ": no rule for metric \"" + metric + "\"");
+  if (found == metrics.end()) throw Error(ErrorKind::invalid_file, path + ": no rule for metric \"" + metric + "\"");
   return found->second;
 }
 
 const std::vector<std::string>& Contract::critical_cases_of(const std::string& corpus_name) const {
   auto found = critical_cases.find(corpus_name);
   if (found == critical_cases.end())
-    throw Error(ErrorKind::invalid_file,
-                path + ": critical_cases has no entry for the corpus \"" + corpus_name + "\"");
+    throw Error(ErrorKind::invalid_file, path + ": critical_cases has no entry for the corpus \"" + corpus_name + "\"");
   return found->second;
 }
 
@@ -158,20 +152,18 @@ Contract parse_contract(std::string_view text, const std::string& label) {
   for (const auto& [key, value] : root.items()) {
     if (!kTopLevelFields.count(key)) malformed(label, "unknown field \"" + key + "\"");
   }
-  for (const char* key : {"version", "strict_zero_regression", "strict_classifications",
-                          "required_metrics", "metrics", "critical_cases"}) {
+  for (const char* key : {"version", "strict_zero_regression", "strict_classifications", "required_metrics", "metrics",
+                          "critical_cases"}) {
     if (!root.contains(key)) malformed(label, std::string("missing field \"") + key + "\"");
   }
   Contract contract;
   contract.path = label;
   contract.sha256 = sha256_hex(text);
   if (root.at("version") != 1) malformed(label, "version must be 1");
-  if (!root.at("strict_zero_regression").is_boolean())
-    malformed(label, "strict_zero_regression must be true or false");
+  if (!root.at("strict_zero_regression").is_boolean()) malformed(label, "strict_zero_regression must be true or false");
   contract.strict_zero_regression = root.at("strict_zero_regression").get<bool>();
 
-  contract.strict_classifications =
-      string_list(root.at("strict_classifications"), label, "strict_classifications");
+  contract.strict_classifications = string_list(root.at("strict_classifications"), label, "strict_classifications");
   for (const std::string& name : contract.strict_classifications) {
     try {
       parse_classification(name);
@@ -179,8 +171,8 @@ Contract parse_contract(std::string_view text, const std::string& label) {
       malformed(label, std::string("strict_classifications: ") + error.what());
     }
   }
-  if (std::find(contract.strict_classifications.begin(), contract.strict_classifications.end(),
-                "quantization") == contract.strict_classifications.end())
+  if (std::find(contract.strict_classifications.begin(), contract.strict_classifications.end(), "quantization") ==
+      contract.strict_classifications.end())
     malformed(label, "strict_classifications must include \"quantization\" (quantization is always strict)");
 
   contract.required_metrics = string_list(root.at("required_metrics"), label, "required_metrics");

@@ -19,14 +19,12 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kKnownFields = {"id",    "model",    "image_size", "class_label",
-                                            "seed",  "sampler",  "steps",      "cfg_scale",
-                                            "critical", "vae",   "weights_seed"};
+const std::set<std::string> kKnownFields = {"id",    "model",     "image_size", "class_label", "seed",        "sampler",
+                                            "steps", "cfg_scale", "critical",   "vae",         "weights_seed"};
 
 class LineReader {
  public:
-  LineReader(const std::string& label, int line, const json& object)
-      : label_(label), line_(line), object_(object) {}
+  LineReader(const std::string& label, int line, const json& object) : label_(label), line_(line), object_(object) {}
 
   [[noreturn]] void fail(const std::string& problem) const {
     throw Error(ErrorKind::invalid_file, label_ + ":" + std::to_string(line_) + ": " + problem);
@@ -50,8 +48,7 @@ class LineReader {
   }
   uint64_t unsigned_integer(const char* key) const {
     const json& value = required(key);
-    if (!value.is_number_unsigned())
-      fail(std::string("field \"") + key + "\" must be a non-negative integer");
+    if (!value.is_number_unsigned()) fail(std::string("field \"") + key + "\" must be a non-negative integer");
     return value.get<uint64_t>();
   }
 
@@ -176,8 +173,8 @@ Corpus parse_corpus(std::string_view text, const std::string& label) {
     try {
       object = json::parse(line);
     } catch (const json::parse_error& error) {
-      throw Error(ErrorKind::invalid_file, label + ":" + std::to_string(line_number) +
-                                               ": not valid JSON (" + error.what() + ")");
+      throw Error(ErrorKind::invalid_file,
+                  label + ":" + std::to_string(line_number) + ": not valid JSON (" + error.what() + ")");
     }
     Case c = parse_case(object, label, line_number);
     if (auto seen = first_line_of.find(c.id); seen != first_line_of.end()) {

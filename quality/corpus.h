@@ -12,24 +12,24 @@
 namespace dit::quality {
 
 struct Case {
-  std::string id;           // [A-Za-z0-9_-]+, unique; names files and CTest tests
-  std::string model;        // a DiT name ("DiT-XL/2") or "tiny_a" / "tiny_b" (tests/data configs)
-  int image_size = 0;       // pixels; the latent is image_size / 8 for the SD VAE
+  std::string id;      // [A-Za-z0-9_-]+, unique; names files and CTest tests
+  std::string model;   // a DiT name ("DiT-XL/2") or "tiny_a" / "tiny_b" (tests/data configs)
+  int image_size = 0;  // pixels; the latent is image_size / 8 for the SD VAE
   int class_label = 0;
-  uint64_t seed = 0;        // the image's noise
-  std::string sampler;      // "ddpm" or "ddim"
+  uint64_t seed = 0;    // the image's noise
+  std::string sampler;  // "ddpm" or "ddim"
   int steps = 0;
-  double cfg_scale = 1.0;   // guidance is on when != 1
+  double cfg_scale = 1.0;  // guidance is on when != 1
   bool critical = false;
-  std::string vae = "sd";   // "sd" (the SD decoder architecture) or "tiny" (CI-sized)
+  std::string vae = "sd";     // "sd" (the SD decoder architecture) or "tiny" (CI-sized)
   uint64_t weights_seed = 0;  // seeded random DiT and VAE weights (tiny_* use tests/data weights)
-  int line = 0;             // 1-based line in the corpus file
+  int line = 0;               // 1-based line in the corpus file
 };
 
 struct Corpus {
-  std::string path;     // as given
-  std::string name;     // file name ("cases_cpu.jsonl"); keys the contract's critical cases
-  std::string sha256;   // of the file's bytes
+  std::string path;    // as given
+  std::string name;    // file name ("cases_cpu.jsonl"); keys the contract's critical cases
+  std::string sha256;  // of the file's bytes
   std::vector<Case> cases;
 
   const Case& at(std::string_view id) const;  // throws dit::Error naming the id

@@ -22,8 +22,8 @@ std::string format(double value) {
 }
 
 // One metric of one case: appends reasons on failure, returns the per-case details.
-json judge_score(const GateInputs& inputs, const MetricRule& rule, const std::string& case_id,
-                 bool strict, std::vector<std::string>& reasons) {
+json judge_score(const GateInputs& inputs, const MetricRule& rule, const std::string& case_id, bool strict,
+                 std::vector<std::string>& reasons) {
   const std::string& metric = rule.name;
   json detail = {{"case", case_id}, {"metric", metric}};
   if (!inputs.baseline.has(case_id, metric)) {
@@ -33,8 +33,8 @@ json judge_score(const GateInputs& inputs, const MetricRule& rule, const std::st
   }
   if (!inputs.candidate.has(case_id, metric)) {
     std::string why = case_id + ": the candidate has no " + metric + " score";
-    if (auto notes = inputs.candidate.problems.find(case_id); notes != inputs.candidate.problems.end() &&
-                                                             !notes->second.empty())
+    if (auto notes = inputs.candidate.problems.find(case_id);
+        notes != inputs.candidate.problems.end() && !notes->second.empty())
       why += " (" + notes->second.front() + ")";
     reasons.push_back(why);
     detail["passed"] = false;
@@ -56,12 +56,11 @@ json judge_score(const GateInputs& inputs, const MetricRule& rule, const std::st
       reasons.push_back(case_id + ": " + metric + " " + format(candidate) + " is worse than the baseline's " +
                         format(baseline) + " (strict zero regression)");
     const bool passed_at_baseline = rule.within_threshold(baseline, baseline);
-    if (passed_at_baseline && !within)
-      reasons.push_back(case_id + ": passed " + metric + " at baseline and fails now");
+    if (passed_at_baseline && !within) reasons.push_back(case_id + ": passed " + metric + " at baseline and fails now");
     passed = no_worse && (within || !passed_at_baseline);
   } else if (!within) {
-    reasons.push_back(case_id + ": " + metric + " " + format(candidate) + " misses the threshold " +
-                      format(threshold) + " (baseline " + format(baseline) + ")");
+    reasons.push_back(case_id + ": " + metric + " " + format(candidate) + " misses the threshold " + format(threshold) +
+                      " (baseline " + format(baseline) + ")");
   }
   detail["passed"] = passed;
   return detail;
@@ -77,16 +76,16 @@ json GateReport::to_json() const {
   return {{"gate", gate}, {"passed", passed}, {"reasons", reasons}, {"details", details}};
 }
 
-std::vector<std::string> case_failures(const Contract& contract, const std::string& case_id,
-                                       const ScoreSet& baseline, const ScoreSet& scores) {
+std::vector<std::string> case_failures(const Contract& contract, const std::string& case_id, const ScoreSet& baseline,
+                                       const ScoreSet& scores) {
   std::vector<std::string> reasons;
   for (const std::string& metric : contract.required_metrics) {
     const MetricRule& rule = contract.rule(metric);
     if (!scores.has(case_id, metric) || !baseline.has(case_id, metric)) {
       reasons.push_back(case_id + ": no " + metric + " score");
     } else if (!rule.within_threshold(scores.at(case_id, metric), baseline.at(case_id, metric))) {
-      reasons.push_back(case_id + ": " + metric + " " + format(scores.at(case_id, metric)) +
-                        " misses the threshold " + format(rule.threshold(baseline.at(case_id, metric))));
+      reasons.push_back(case_id + ": " + metric + " " + format(scores.at(case_id, metric)) + " misses the threshold " +
+                        format(rule.threshold(baseline.at(case_id, metric))));
     }
   }
   return reasons;
@@ -120,8 +119,7 @@ GateReport gate_metric(const GateInputs& inputs, const std::string& metric, cons
                                format(baseline.mean) + " (strict zero regression)");
     if (!rule.no_worse(candidate.worst, baseline.worst))
       report.reasons.push_back("worst-case " + metric + " " + format(candidate.worst) +
-                               " is worse than the baseline's " + format(baseline.worst) +
-                               " (strict zero regression)");
+                               " is worse than the baseline's " + format(baseline.worst) + " (strict zero regression)");
   }
   report.passed = report.reasons.empty();
   return report;
@@ -146,9 +144,9 @@ GateReport gate_critical_case(const GateInputs& inputs, const std::string& case_
   const bool passed_at_baseline = case_failures(inputs.contract, case_id, inputs.baseline, inputs.baseline).empty();
   report.details["passed_at_baseline"] = passed_at_baseline;
   if (!report.reasons.empty())
-    report.reasons.insert(report.reasons.begin(), passed_at_baseline
-                                                      ? "critical case " + case_id + " passed at baseline and fails now"
-                                                      : "critical case " + case_id + " fails (it failed at baseline too)");
+    report.reasons.insert(report.reasons.begin(),
+                          passed_at_baseline ? "critical case " + case_id + " passed at baseline and fails now"
+                                             : "critical case " + case_id + " fails (it failed at baseline too)");
   report.passed = report.reasons.empty();
   return report;
 }

@@ -34,11 +34,10 @@ struct GateInputs {
 };
 
 GateReport gate_metric(const GateInputs& inputs, const std::string& metric, const std::string& gate_name);
-GateReport gate_critical_case(const GateInputs& inputs, const std::string& case_id,
-                              const std::string& gate_name);
+GateReport gate_critical_case(const GateInputs& inputs, const std::string& case_id, const std::string& gate_name);
 
 // Why `case_id` misses the contract's non-strict thresholds in `scores` (empty: it passes).
-std::vector<std::string> case_failures(const Contract& contract, const std::string& case_id,
-                                       const ScoreSet& baseline, const ScoreSet& scores);
+std::vector<std::string> case_failures(const Contract& contract, const std::string& case_id, const ScoreSet& baseline,
+                                       const ScoreSet& scores);
 
 }  // namespace dit::quality

@@ -38,8 +38,9 @@ std::string renderer_path(const std::string& given) {
   if (!given.empty()) return given;
   std::error_code error;
   const fs::path self = fs::read_symlink("/proc/self/exe", error);
-  if (error) throw SetupError("cannot find this program's folder (/proc/self/exe): " + error.message() +
-                              "; pass --renderer PATH");
+  if (error)
+    throw SetupError("cannot find this program's folder (/proc/self/exe): " + error.message() +
+                     "; pass --renderer PATH");
   return (self.parent_path() / kRendererName).string();
 }
 
@@ -76,9 +77,9 @@ int record_baseline(const GateSet& set, const std::string& baseline_dir, const s
     throw SetupError("golden outputs are recorded on the fp32 path; gate set " + set.name + " uses " + set.precision);
   if (!fs::is_regular_file(renderer))
     throw SetupError("no renderer at " + renderer + " (build the " + kRendererName + " target, or pass --renderer)");
-  std::vector<std::string> command = {renderer, "render", "--set", set.name, "--corpus", set.corpus, "--contract",
-                                      set.contract, "--backend", set.backend, "--precision", set.precision,
-                                      "--out", paths.golden()};
+  std::vector<std::string> command = {renderer,      "render",      "--set",      set.name,      "--corpus",
+                                      set.corpus,    "--contract",  set.contract, "--backend",   set.backend,
+                                      "--precision", set.precision, "--out",      paths.golden()};
   if (!set.data_dir.empty()) command.insert(command.end(), {"--data-dir", set.data_dir});
   const int rendered = run_program(command);
   if (rendered != kExitPassed) {
@@ -154,23 +155,24 @@ void write_report(const std::string& path, const GateReport& report) {
 int command_gate(const SetOptions& o, const Locations& l, const std::string& metric, const std::string& critical_case) {
   const GateSet set = resolve_set(o);
   const Inputs inputs = load_inputs(set);
-  if (metric.empty() == critical_case.empty()) throw SetupError("gate needs exactly one of --metric or --critical-case");
+  if (metric.empty() == critical_case.empty())
+    throw SetupError("gate needs exactly one of --metric or --critical-case");
   if (!metric.empty() && !inputs.contract.requires_metric(metric))
     throw SetupError("metric \"" + metric + "\" is not a required metric of " + set.contract);
   if (!critical_case.empty()) {
     const auto& listed = inputs.contract.critical_cases_of(inputs.corpus.name);
     if (std::find(listed.begin(), listed.end(), critical_case) == listed.end())
-      throw SetupError("\"" + critical_case + "\" is not a critical case of " + inputs.corpus.name + " in " + set.contract);
+      throw SetupError("\"" + critical_case + "\" is not a critical case of " + inputs.corpus.name + " in " +
+                       set.contract);
   }
   Classification classification;
   try {
     classification = parse_classification(!l.classification.empty() ? l.classification
-                                                                     : environment_or("DIT_CLASSIFICATION", "exact"));
+                                                                    : environment_or("DIT_CLASSIFICATION", "exact"));
   } catch (const Error& error) {
     throw SetupError(error.what());
   }
-  const std::string gate_name =
-      "quality." + set.name + "." + (metric.empty() ? "critical." + critical_case : metric);
+  const std::string gate_name = "quality." + set.name + "." + (metric.empty() ? "critical." + critical_case : metric);
   const std::string report_path = run_root(l) + "/gates/" + gate_name + ".json";
   GateReport report;
   report.gate = gate_name;
@@ -185,8 +187,9 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   const BaselinePaths paths = baseline_paths(baseline_root(l), set.name);
   if (!baseline_recorded(paths)) {
     std::cout << "SKIP: no baseline recorded at " << paths.root << ". Record one (fp32, the unmodified engine) with\n"
-              << "  dit-quality baseline --gate-sets " << (o.gate_sets.empty() ? "<build>/quality/gate-sets.json" : o.gate_sets)
-              << " --set " << set.name << " --baseline-dir " << baseline_root(l) << "\n"
+              << "  dit-quality baseline --gate-sets "
+              << (o.gate_sets.empty() ? "<build>/quality/gate-sets.json" : o.gate_sets) << " --set " << set.name
+              << " --baseline-dir " << baseline_root(l) << "\n"
               << "or `dit-ar baseline`; then point DIT_BASELINE_DIR at that directory.\n";
     return skip(kExitSkipped, "no baseline recorded at " + paths.root);
   }
@@ -197,7 +200,8 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   if (problems.empty()) {
     baseline = load_scores(paths.scores());
     candidate = score_render(inputs.corpus, render_dir, paths.golden());
-    write_file_atomic(run_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n", ParentFolders::create);
+    write_file_atomic(run_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n",
+                      ParentFolders::create);
     try {
       const RenderManifest rendered = load_render_manifest(render_dir);
       if (rendered.corpus_sha256 != inputs.corpus.sha256)
@@ -243,12 +247,15 @@ int main(int argc, char** argv) {
   Locations l;
   std::string metric, critical_case, render, golden, out, renderer;
 
-  CLI::App* baseline_command = app.add_subcommand("baseline", "record golden outputs and baseline scores (fp32) of --set, or of every set in --gate-sets");
+  CLI::App* baseline_command = app.add_subcommand(
+      "baseline", "record golden outputs and baseline scores (fp32) of --set, or of every set in --gate-sets");
   add_set_options(baseline_command, o);
   baseline_command->add_option("--baseline-dir", l.baseline_dir, "where to record (default: $DIT_BASELINE_DIR)");
   baseline_command->add_option("--default-baseline-dir", l.default_baseline_dir, "used when DIT_BASELINE_DIR is unset");
-  baseline_command->add_option("--renderer", renderer, std::string("the program that renders the golden outputs "
-                                                                   "(default: ") + kRendererName + " beside this one)");
+  baseline_command->add_option("--renderer", renderer,
+                               std::string("the program that renders the golden outputs "
+                                           "(default: ") +
+                                   kRendererName + " beside this one)");
 
   CLI::App* score_command = app.add_subcommand("score", "score a render directory against a golden directory");
   add_set_options(score_command, o);
@@ -260,8 +267,9 @@ int main(int argc, char** argv) {
   add_set_options(gate_command, o);
   gate_command->add_option("--metric", metric, "a required metric of the contract");
   gate_command->add_option("--critical-case", critical_case, "a critical case of the corpus");
-  gate_command->add_option("--classification", l.classification, "exact, numerical, approximate or quantization "
-                                                                  "(default: $DIT_CLASSIFICATION, else exact)");
+  gate_command->add_option("--classification", l.classification,
+                           "exact, numerical, approximate or quantization "
+                           "(default: $DIT_CLASSIFICATION, else exact)");
   gate_command->add_option("--run-dir", l.run_dir, "quality run directory (default: $DIT_RUN_DIR/quality)");
   gate_command->add_option("--default-run-dir", l.default_run_dir, "used when DIT_RUN_DIR is unset");
   gate_command->add_option("--baseline-dir", l.baseline_dir, "recorded baseline (default: $DIT_BASELINE_DIR)");

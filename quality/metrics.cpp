@@ -17,10 +17,9 @@ constexpr double kSsimK1 = 0.01, kSsimK2 = 0.03, kPixelPeak = 255.0;
 
 void check_same_size(const RgbView& candidate, const RgbView& golden) {
   if (candidate.width != golden.width || candidate.height != golden.height)
-    throw Error(ErrorKind::invalid_argument,
-                "image sizes differ: candidate " + std::to_string(candidate.width) + "x" +
-                    std::to_string(candidate.height) + ", golden " + std::to_string(golden.width) +
-                    "x" + std::to_string(golden.height));
+    throw Error(ErrorKind::invalid_argument, "image sizes differ: candidate " + std::to_string(candidate.width) + "x" +
+                                                 std::to_string(candidate.height) + ", golden " +
+                                                 std::to_string(golden.width) + "x" + std::to_string(golden.height));
   const size_t expected = static_cast<size_t>(golden.width) * golden.height * 3;
   if (candidate.rgb.size() != expected || golden.rgb.size() != expected || expected == 0)
     throw Error(ErrorKind::invalid_argument, "image buffers do not hold width * height * 3 bytes");
@@ -73,16 +72,15 @@ std::vector<double> filter_valid(const std::vector<double>& image, int width, in
 }  // namespace
 
 const std::vector<std::string>& computed_metrics() {
-  static const std::vector<std::string> names = {kLatentRelativeL2, kImagePsnr,  kImageSsim,
+  static const std::vector<std::string> names = {kLatentRelativeL2, kImagePsnr, kImageSsim,
                                                  kMaxAbsPixelError, kAllFinite, kDeterminism};
   return names;
 }
 
 double latent_relative_l2(std::span<const float> candidate, std::span<const float> golden) {
   if (candidate.size() != golden.size())
-    throw Error(ErrorKind::invalid_argument, "latent sizes differ: candidate " +
-                                                 std::to_string(candidate.size()) + ", golden " +
-                                                 std::to_string(golden.size()));
+    throw Error(ErrorKind::invalid_argument, "latent sizes differ: candidate " + std::to_string(candidate.size()) +
+                                                 ", golden " + std::to_string(golden.size()));
   double diff2 = 0, golden2 = 0;
   for (size_t i = 0; i < golden.size(); ++i) {
     const double c = candidate[i], g = golden[i];

@@ -85,7 +85,8 @@ ScoreSet ScoreSet::from_json(const json& root, const std::string& label) {
   if (root.contains("problems")) {
     for (const auto& [id, notes] : root.at("problems").items()) {
       if (!notes.is_array()) throw malformed("problems." + id + " must be an array");
-      for (const json& note : notes) set.problems[id].push_back(note.is_string() ? note.get<std::string>() : note.dump());
+      for (const json& note : notes)
+        set.problems[id].push_back(note.is_string() ? note.get<std::string>() : note.dump());
     }
   }
   return set;

@@ -14,9 +14,9 @@
 namespace dit::quality {
 
 struct Aggregate {
-  int cases = 0;      // cases that have a score for the metric
-  double mean = 0;    // NaN when any score is not finite
-  double worst = 0;   // the lowest score for higher-is-better, the highest for lower
+  int cases = 0;     // cases that have a score for the metric
+  double mean = 0;   // NaN when any score is not finite
+  double worst = 0;  // the lowest score for higher-is-better, the highest for lower
 };
 
 struct ScoreSet {

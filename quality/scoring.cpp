@@ -16,9 +16,7 @@ namespace {
 
 constexpr double kNotFinite = std::numeric_limits<double>::quiet_NaN();
 
-Tensor read_latent(const std::string& path) {
-  return SafetensorsFile::open(path).to_float(kLatentTensorName);
-}
+Tensor read_latent(const std::string& path) { return SafetensorsFile::open(path).to_float(kLatentTensorName); }
 
 RgbView view(const Image& image) { return RgbView{image.width, image.height, image.rgb}; }
 
@@ -46,8 +44,8 @@ void score_outputs(const std::string& id, const Tensor& candidate_latent, const 
     scores.set(id, kLatentRelativeL2, latent_relative_l2(candidate_latent.data, golden_latent.data));
   } else {
     scores.set(id, kLatentRelativeL2, kNotFinite);
-    scores.problems[id].push_back("latent shape " + shape_string(candidate_latent.shape) +
-                                  " differs from the golden " + shape_string(golden_latent.shape));
+    scores.problems[id].push_back("latent shape " + shape_string(candidate_latent.shape) + " differs from the golden " +
+                                  shape_string(golden_latent.shape));
   }
   if (candidate_image.width == golden_image.width && candidate_image.height == golden_image.height) {
     scores.set(id, kImagePsnr, image_psnr(view(candidate_image), view(golden_image)));

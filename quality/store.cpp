@@ -108,19 +108,19 @@ bool baseline_recorded(const BaselinePaths& paths) { return fs::exists(paths.man
 void write_baseline_manifest(const BaselinePaths& paths, const std::string& set, const Corpus& corpus,
                              const Contract& contract, const RenderManifest& golden) {
   if (baseline_recorded(paths))
-    throw Error(ErrorKind::invalid_argument, "a baseline is already recorded at " + paths.root +
-                                                 "; golden outputs are never regenerated");
+    throw Error(ErrorKind::invalid_argument,
+                "a baseline is already recorded at " + paths.root + "; golden outputs are never regenerated");
   const auto now = std::chrono::system_clock::now();
-  json manifest = {{"format", 1},
-                   {"set", set},
-                   {"corpus", corpus.name},
-                   {"corpus_sha256", corpus.sha256},
-                   {"contract_sha256", contract.sha256},
-                   {"backend", golden.backend},
-                   {"precision", golden.precision},
-                   {"recorded_unix_seconds",
-                    std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
-                   {"files", hash_baseline_files(paths)}};
+  json manifest = {
+      {"format", 1},
+      {"set", set},
+      {"corpus", corpus.name},
+      {"corpus_sha256", corpus.sha256},
+      {"contract_sha256", contract.sha256},
+      {"backend", golden.backend},
+      {"precision", golden.precision},
+      {"recorded_unix_seconds", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
+      {"files", hash_baseline_files(paths)}};
   write_file_atomic(paths.manifest(), manifest.dump(2) + "\n", ParentFolders::create);
 }
 

@@ -19,8 +19,8 @@
 
 namespace dit::quality {
 
-std::string latent_file_name(const std::string& case_id);  // "<id>.latent.safetensors"
-std::string image_file_name(const std::string& case_id);   // "<id>.png"
+std::string latent_file_name(const std::string& case_id);   // "<id>.latent.safetensors"
+std::string image_file_name(const std::string& case_id);    // "<id>.png"
 inline constexpr const char* kLatentTensorName = "latent";  // the tensor inside the latent file
 
 struct RenderRecord {
@@ -50,8 +50,7 @@ struct RenderedCase {
 };
 
 // Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes.
-RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id,
-                                 const RenderedCase& rendered);
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered);
 bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
 // SHA-256 of one image's outputs as raw bytes: the latent's float32 values ([1, C, s, s],
 // little-endian, as sampled) followed by the image's RGB bytes ([H, W, 3]). Independent of
@@ -73,7 +72,6 @@ void write_baseline_manifest(const BaselinePaths& paths, const std::string& set,
                              const Contract& contract, const RenderManifest& golden);
 // What is wrong with a recorded baseline (empty: intact and made for this corpus and contract):
 // a file missing, added under golden/ or changed since it was hashed, another corpus or contract.
-std::vector<std::string> verify_baseline(const BaselinePaths& paths, const Corpus& corpus,
-                                         const Contract& contract);
+std::vector<std::string> verify_baseline(const BaselinePaths& paths, const Corpus& corpus, const Contract& contract);
 
 }  // namespace dit::quality

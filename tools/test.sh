@@ -1,11 +1,13 @@
 #!/bin/sh
-# Every test that needs no GPU: installs what is needed, then builds and tests with the `ci`
+# Every test that needs no GPU: installs what is needed, checks the formatting of every C++ and
+# CUDA source (tools/check-format.sh), then builds and tests with the `ci`
 # workflow preset (CUDA code compiled and linked for sm_86, GPU tests skipping themselves)
 # when nvcc is present, else the `cpu` one; then the fuzz preset (corpus replay and a bounded
 # fuzzing run).
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
+sh tools/check-format.sh
 if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin"
   cmake --workflow --preset ci

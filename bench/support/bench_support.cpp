@@ -38,9 +38,8 @@ std::string environment(const char* name) {
 }
 
 bool has_flag(const std::vector<std::string>& arguments, const std::string& flag) {
-  return std::any_of(arguments.begin(), arguments.end(), [&](const std::string& a) {
-    return a == flag || a.rfind(flag + "=", 0) == 0;
-  });
+  return std::any_of(arguments.begin(), arguments.end(),
+                     [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
 
 // Output of a short shell command, trimmed; empty when it fails.
@@ -111,8 +110,7 @@ ParsedArguments split_arguments(const std::vector<std::string>& arguments,
   return parsed;
 }
 
-std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name,
-                                             const char* default_dir) {
+std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name, const char* default_dir) {
   if (!bench_name || !*bench_name) return std::nullopt;
   const std::string file = std::string(bench_name) + ".json";
   if (run_dir && *run_dir) return (std::filesystem::path(run_dir) / "bench" / file).string();
@@ -193,8 +191,7 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
   for (const auto& [name, value] : parsed.values) option_registry()[name].given = value;
 
   std::vector<std::string> benchmark_arguments = parsed.remaining;
-  if (!has_flag(benchmark_arguments, "--benchmark_out") &&
-      !has_flag(benchmark_arguments, "--benchmark_list_tests")) {
+  if (!has_flag(benchmark_arguments, "--benchmark_out") && !has_flag(benchmark_arguments, "--benchmark_list_tests")) {
     const auto path = default_json_path(std::getenv("DIT_RUN_DIR"), std::getenv("DIT_BENCH_NAME"),
                                         std::getenv("DIT_BENCH_DEFAULT_DIR"));
     if (path) {
@@ -209,8 +206,7 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
       std::printf("benchmark JSON: %s\n", path->c_str());
     }
   }
-  if (has_flag(benchmark_arguments, "--benchmark_out") &&
-      !has_flag(benchmark_arguments, "--benchmark_out_format")) {
+  if (has_flag(benchmark_arguments, "--benchmark_out") && !has_flag(benchmark_arguments, "--benchmark_out_format")) {
     benchmark_arguments.push_back("--benchmark_out_format=json");
   }
 
@@ -227,12 +223,10 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
     const std::optional<std::string> no_gpu = probe(context);
     if (no_gpu) {
       if (environment("DIT_REQUIRE_GPU") == "1") {
-        std::fprintf(stderr, "FAIL: this benchmark needs a GPU (%s) and DIT_REQUIRE_GPU=1 is set\n",
-                     no_gpu->c_str());
+        std::fprintf(stderr, "FAIL: this benchmark needs a GPU (%s) and DIT_REQUIRE_GPU=1 is set\n", no_gpu->c_str());
         return 1;
       }
-      std::printf("SKIP: no usable GPU (%s); set DIT_REQUIRE_GPU=1 to make this a failure\n",
-                  no_gpu->c_str());
+      std::printf("SKIP: no usable GPU (%s); set DIT_REQUIRE_GPU=1 to make this a failure\n", no_gpu->c_str());
       return 77;
     }
   }
@@ -264,7 +258,8 @@ void RateCounters::publish(benchmark::State& state) const {
   const double per_second = seconds_ > 0 ? static_cast<double>(iterations_) / seconds_ : 0.0;
   if (bytes_ > 0) {
     state.counters["bytes"] = Counter(bytes_, Counter::kDefaults, Counter::kIs1024);
-    if (per_second > 0) state.counters["bytes_per_second"] = Counter(bytes_ * per_second, Counter::kDefaults, Counter::kIs1024);
+    if (per_second > 0)
+      state.counters["bytes_per_second"] = Counter(bytes_ * per_second, Counter::kDefaults, Counter::kIs1024);
   }
   if (flops_ > 0) {
     state.counters["flops"] = Counter(flops_);

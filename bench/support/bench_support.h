@@ -46,8 +46,7 @@ ParsedArguments split_arguments(const std::vector<std::string>& arguments,
 // driver's run directory (`$DIT_RUN_DIR/bench/<name>.json`), else the perf test's default
 // directory (`$DIT_BENCH_DEFAULT_DIR/<name>.json`). Only perf runs set DIT_BENCH_NAME; a smoke
 // run or a run by hand writes no file unless asked, so it never overwrites a perf result.
-std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name,
-                                             const char* default_dir);
+std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name, const char* default_dir);
 
 // Context that needs no GPU: commit (DIT_COMMIT, else `git describe` of the source tree),
 // build type, CUDA architectures, compiler, build directory, host name.
@@ -76,7 +75,10 @@ class RateCounters {
  public:
   RateCounters(double bytes_per_iteration, double flops_per_iteration)
       : bytes_(bytes_per_iteration), flops_(flops_per_iteration) {}
-  void add(double seconds) { seconds_ += seconds; ++iterations_; }
+  void add(double seconds) {
+    seconds_ += seconds;
+    ++iterations_;
+  }
   void publish(benchmark::State& state) const;
 
  private:

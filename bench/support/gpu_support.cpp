@@ -58,12 +58,13 @@ void append_nvml_context(int device, Context& context) {
   if (driver_version(text.data(), text.size()) == 0) context.emplace_back("gpu_driver", text.data());
   std::array<char, 32> pci{};
   void* handle = nullptr;
-  if (cudaDeviceGetPCIBusId(pci.data(), pci.size(), device) == cudaSuccess &&
-      handle_by_pci(pci.data(), &handle) == 0) {
+  if (cudaDeviceGetPCIBusId(pci.data(), pci.size(), device) == cudaSuccess && handle_by_pci(pci.data(), &handle) == 0) {
     unsigned mhz = 0;
-    if (clock(handle, Nvml::kClockSm, &mhz) == 0) context.emplace_back("gpu_sm_clock_mhz_at_start", std::to_string(mhz));
+    if (clock(handle, Nvml::kClockSm, &mhz) == 0)
+      context.emplace_back("gpu_sm_clock_mhz_at_start", std::to_string(mhz));
     if (max_clock(handle, Nvml::kClockSm, &mhz) == 0) context.emplace_back("gpu_sm_clock_max_mhz", std::to_string(mhz));
-    if (clock(handle, Nvml::kClockMem, &mhz) == 0) context.emplace_back("gpu_memory_clock_mhz_at_start", std::to_string(mhz));
+    if (clock(handle, Nvml::kClockMem, &mhz) == 0)
+      context.emplace_back("gpu_memory_clock_mhz_at_start", std::to_string(mhz));
   }
   shutdown();
 }
@@ -72,9 +73,8 @@ void append_nvml_context(int device, Context& context) {
 
 void check(cudaError_t status, const char* call, const char* file, int line) {
   if (status != cudaSuccess) {
-    throw Error(ErrorKind::device, std::string(file) + ":" + std::to_string(line) + ": " + call +
-                                       " failed: " + cudaGetErrorName(status) + " (" +
-                                       cudaGetErrorString(status) + ")");
+    throw Error(ErrorKind::device, std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " +
+                                       cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
   }
 }
 
@@ -138,8 +138,7 @@ DeviceMemoryMonitor::DeviceMemoryMonitor(int period_us) {
       if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
         const size_t used = total_bytes - free_bytes;
         size_t seen = peak_.load();
-        while (used > seen && !peak_.compare_exchange_weak(seen, used)) {
-        }
+        while (used > seen && !peak_.compare_exchange_weak(seen, used)) {}
       }
       std::this_thread::sleep_for(std::chrono::microseconds(period_us));
     }
@@ -154,8 +153,7 @@ DeviceMemoryMonitor::~DeviceMemoryMonitor() {
 void DeviceMemoryMonitor::sample() {
   const size_t used = device_used_bytes();
   size_t seen = peak_.load();
-  while (used > seen && !peak_.compare_exchange_weak(seen, used)) {
-  }
+  while (used > seen && !peak_.compare_exchange_weak(seen, used)) {}
 }
 
 size_t DeviceMemoryMonitor::peak_above_context() const {

@@ -70,15 +70,18 @@ void add_options(CLI::App& app, Options& o) {
                  "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
                  "or none (latents only) (default: sd for images of 256 and more, else tiny)")
       ->check(CLI::IsMember({"sd", "tiny", "none"}));
-  app.add_option("--vae-weights", o.vae_weights_path,
-                 "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
+  app.add_option(
+         "--vae-weights", o.vae_weights_path,
+         "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
       ->check(CLI::ExistingFile);
   // The engine reads no environment: these options do, through CLI11, as their defaults.
   app.add_option("--cuda-graphs", o.engine.cuda_graphs, "capture and replay CUDA Graphs (cuda backend; 0 = eager)")
-      ->envname("DIT_CUDA_GRAPHS")->capture_default_str();
+      ->envname("DIT_CUDA_GRAPHS")
+      ->capture_default_str();
   app.add_option("--vae-fused-bias", o.engine.vae_fused_bias,
                  "fp16/bf16 VAE: the bias inside cuDNN's fused convolution (0 = a separate kernel)")
-      ->envname("DIT_VAE_FUSED_BIAS")->capture_default_str();
+      ->envname("DIT_VAE_FUSED_BIAS")
+      ->capture_default_str();
   app.add_option("--gemm-plan", o.engine.gemm_plan,
                  "GEMM plan: off, or a plan file (default: model/gemm-plans' file for this GPU, if any)")
       ->envname("DIT_GEMM_PLAN");
@@ -102,9 +105,9 @@ dit::SampleRequest make_request(const Options& o) {
   } else if (o.seeds.size() == o.classes.size()) {
     request.seeds = o.seeds;
   } else {
-    throw dit::Error(dit::ErrorKind::invalid_argument,
-                     "--seed: give one seed or one per --class (" + std::to_string(o.classes.size()) +
-                         " classes, " + std::to_string(o.seeds.size()) + " seeds)");
+    throw dit::Error(dit::ErrorKind::invalid_argument, "--seed: give one seed or one per --class (" +
+                                                           std::to_string(o.classes.size()) + " classes, " +
+                                                           std::to_string(o.seeds.size()) + " seeds)");
   }
   request.steps = o.steps;
   request.cfg_scale = o.cfg_scale;

@@ -18,8 +18,8 @@
 namespace dit {
 namespace {
 
-constexpr int kFrequencyDim = 256;       // TimestepEmbedder.frequency_embedding_size
-constexpr int kGuidedChannels = 3;       // upstream guides eps channels 0-2 only
+constexpr int kFrequencyDim = 256;  // TimestepEmbedder.frequency_embedding_size
+constexpr int kGuidedChannels = 3;  // upstream guides eps channels 0-2 only
 constexpr float kLayerNormEps = 1e-6f;
 
 void apply(const float* in, float* out, int rows, const auto& layer) {
@@ -28,14 +28,13 @@ void apply(const float* in, float* out, int rows, const auto& layer) {
 
 }  // namespace
 
-CpuDitModel::CpuDitModel(const ModelConfig& config, const DitWeights& weights)
-    : config_(config), weights_(weights) {
+CpuDitModel::CpuDitModel(const ModelConfig& config, const DitWeights& weights) : config_(config), weights_(weights) {
   config_.validate();
   for (const auto& [name, shape] : expected_weight_shapes(config_)) {
     const Tensor& tensor = weights_.at(name);
     if (tensor.shape != shape || static_cast<int64_t>(tensor.data.size()) != tensor.numel())
-      throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) +
-                                                   ", " + config_.name + " expects " + shape_string(shape));
+      throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) + ", " +
+                                                   config_.name + " expects " + shape_string(shape));
   }
   time_mlp0_ = linear("t_embedder.mlp.0");
   time_mlp2_ = linear("t_embedder.mlp.2");
@@ -61,9 +60,8 @@ Tensor CpuDitModel::forward(const Tensor& x, std::span<const int64_t> t, std::sp
   if (B == 0 || x.shape != expected || static_cast<int>(t.size()) != B || static_cast<int>(y.size()) != B)
     throw Error(ErrorKind::invalid_argument,
                 "forward: x " + shape_string(x.shape) + " with " + std::to_string(t.size()) + " timesteps and " +
-                    std::to_string(y.size()) + " labels; " + c.name + " expects [B, " +
-                    std::to_string(c.in_channels) + ", " + std::to_string(c.input_size) + ", " +
-                    std::to_string(c.input_size) + "] with B of each");
+                    std::to_string(y.size()) + " labels; " + c.name + " expects [B, " + std::to_string(c.in_channels) +
+                    ", " + std::to_string(c.input_size) + ", " + std::to_string(c.input_size) + "] with B of each");
   for (int64_t label : y)
     if (label < 0 || label > c.num_classes)
       throw Error(ErrorKind::invalid_argument, "forward: label " + std::to_string(label) + " is outside [0, " +

@@ -30,19 +30,19 @@ class CpuVaeDecoder final : public VaeDecoder {
     for (const auto& [name, shape] : vae::parameter_shapes(config)) {
       const Tensor& t = weights_.at(name);
       if (t.shape != shape)
-        throw Error(ErrorKind::invalid_argument, "VAE weights: " + name + " has shape " +
-                                                     shape_string(t.shape) + ", expected " + shape_string(shape));
+        throw Error(ErrorKind::invalid_argument, "VAE weights: " + name + " has shape " + shape_string(t.shape) +
+                                                     ", expected " + shape_string(shape));
     }
   }
 
   const VaeConfig& config() const override { return config_; }
 
   Tensor decode(const Tensor& z) override {
-    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] ||
-        z.shape[0] <= 0 || z.shape[2] <= 0)
-      throw Error(ErrorKind::invalid_argument,
-                  "VAE decode: latents must be [N, " + std::to_string(config_.latent_channels) +
-                      ", s, s], got " + shape_string(z.shape));
+    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] || z.shape[0] <= 0 ||
+        z.shape[2] <= 0)
+      throw Error(ErrorKind::invalid_argument, "VAE decode: latents must be [N, " +
+                                                   std::to_string(config_.latent_channels) + ", s, s], got " +
+                                                   shape_string(z.shape));
     const int N = static_cast<int>(z.shape[0]), C = static_cast<int>(z.shape[1]), S = static_cast<int>(z.shape[2]);
     Activation x(N, S, S, C);
     for (int n = 0; n < N; ++n)
@@ -155,8 +155,8 @@ class CpuVaeDecoder final : public VaeDecoder {
 std::unique_ptr<VaeDecoder> make_cpu_vae_decoder(const VaeConfig& config, const VaeWeights& weights,
                                                  Precision precision) {
   if (precision != Precision::fp32)
-    throw Error(ErrorKind::invalid_argument, std::string("the CPU VAE decoder runs in fp32 only, not ") +
-                                                 precision_name(precision));
+    throw Error(ErrorKind::invalid_argument,
+                std::string("the CPU VAE decoder runs in fp32 only, not ") + precision_name(precision));
   return std::make_unique<CpuVaeDecoder>(config, weights);
 }
 

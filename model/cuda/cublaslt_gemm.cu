@@ -32,7 +32,9 @@ std::string describe(const GemmArgs& a) {
   return "linear M=" + std::to_string(a.M) + " N=" + std::to_string(a.N) + " K=" + std::to_string(a.K) +
          " operands=" + dtype_name(a.operands) + " output=" + dtype_name(a.output) +
          (a.compute == GemmCompute::tf32 ? " tf32" : " fp32-compute") +
-         (a.epilogue == GemmEpilogue::none ? "" : a.epilogue == GemmEpilogue::bias ? " +bias" : " +bias+gelu");
+         (a.epilogue == GemmEpilogue::none   ? ""
+          : a.epilogue == GemmEpilogue::bias ? " +bias"
+                                             : " +bias+gelu");
 }
 
 template <typename T>
@@ -120,7 +122,12 @@ GemmRunner::~GemmRunner() {
 }
 
 GemmRunner::Key GemmRunner::key_of(const GemmArgs& a) {
-  return Key{a.M, a.N, a.K, static_cast<int>(a.operands), static_cast<int>(a.output), static_cast<int>(a.compute),
+  return Key{a.M,
+             a.N,
+             a.K,
+             static_cast<int>(a.operands),
+             static_cast<int>(a.output),
+             static_cast<int>(a.compute),
              static_cast<int>(a.epilogue)};
 }
 
@@ -144,18 +151,18 @@ GemmRunner::Plan GemmRunner::make_descriptors(const GemmArgs& a) {
       a.compute == GemmCompute::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, compute, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-  DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose,
-                                                  sizeof transpose));
+  DIT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof keep));
   const cublasLtEpilogue_t epilogue = a.epilogue == GemmEpilogue::none   ? CUBLASLT_EPILOGUE_DEFAULT
                                       : a.epilogue == GemmEpilogue::bias ? CUBLASLT_EPILOGUE_BIAS
                                                                          : CUBLASLT_EPILOGUE_GELU_BIAS;
-  DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                  sizeof epilogue));
+  DIT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
   if (a.epilogue != GemmEpilogue::none) {
     // the bias is in the output's dtype, cuBLASLt's default for non-fp8 outputs
-    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias,
-                                                    sizeof a.bias));
+    DIT_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias));
   }
   const cudaDataType_t operand_type = cuda_data_type(a.operands), output_type = cuda_data_type(a.output);
   DIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.weight_layout, operand_type, a.K, a.N, a.K));
@@ -181,17 +188,16 @@ int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMat
     const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
         preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
     if (set != CUBLAS_STATUS_SUCCESS) return set;
-    return cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.weight_layout, plan.in_layout,
-                                          plan.out_layout, plan.out_layout, preference, wanted, results,
-                                          &returned);
+    return cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.weight_layout, plan.in_layout, plan.out_layout,
+                                          plan.out_layout, preference, wanted, results, &returned);
   }();
   cublasLtMatmulPreferenceDestroy(preference);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
     destroy(plan);
-    throw_device_error(__FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic",
-                       (status != CUBLAS_STATUS_SUCCESS ? std::string(cublas_status_name(status))
-                                                        : std::string("no algorithm")) +
-                           " for " + describe(a));
+    throw_device_error(
+        __FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic",
+        (status != CUBLAS_STATUS_SUCCESS ? std::string(cublas_status_name(status)) : std::string("no algorithm")) +
+            " for " + describe(a));
   }
   return returned;
 }
@@ -265,12 +271,12 @@ void GemmRunner::linear(const GemmArgs& a, cudaStream_t stream) {
 
 void GemmRunner::matmul(Plan& plan, const GemmArgs& a, cudaStream_t stream) {
   if (a.epilogue != GemmEpilogue::none)
-    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias,
-                                                    sizeof a.bias));
+    DIT_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a.bias, sizeof a.bias));
   const float alpha = 1.0f, beta = 0.0f;
-  DIT_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, a.weight, plan.weight_layout, a.in,
-                                  plan.in_layout, &beta, a.out, plan.out_layout, a.out, plan.out_layout,
-                                  &plan.algo, workspace_, kWorkspaceBytes, stream));
+  DIT_CUBLAS_CHECK(cublasLtMatmul(handle_, plan.desc, &alpha, a.weight, plan.weight_layout, a.in, plan.in_layout, &beta,
+                                  a.out, plan.out_layout, a.out, plan.out_layout, &plan.algo, workspace_,
+                                  kWorkspaceBytes, stream));
 }
 
 namespace {
@@ -352,7 +358,8 @@ int GemmRunner::tune(const Plan& plan, const GemmArgs& a, const cublasLtMatmulHe
     cudaGetLastError();  // a failed instantiation leaves its error; the candidate is skipped
     r.release_graph();
   }
-  if (us[0] < 0.0) throw_device_error(__FILE__, __LINE__, "cublasLtMatmul", "the first candidate failed for " + describe(a));
+  if (us[0] < 0.0)
+    throw_device_error(__FILE__, __LINE__, "cublasLtMatmul", "the first candidate failed for " + describe(a));
   int chosen = 0;
   for (int i = 1; i < count; ++i)
     if (us[static_cast<size_t>(i)] >= 0.0 && us[static_cast<size_t>(i)] < us[static_cast<size_t>(chosen)]) chosen = i;

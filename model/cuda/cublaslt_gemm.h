@@ -33,7 +33,7 @@ struct GemmArgs {
   void* out = nullptr;           // [M, N], `output` dtype
   int M = 0, N = 0, K = 0;
   DeviceDtype operands = DeviceDtype::f32;
-  DeviceDtype output = DeviceDtype::f32;   // operands' dtype or f32
+  DeviceDtype output = DeviceDtype::f32;  // operands' dtype or f32
   GemmCompute compute = GemmCompute::fp32;
   GemmEpilogue epilogue = GemmEpilogue::none;
 };

@@ -58,9 +58,9 @@ using cuda::GemmArgs;
 using cuda::GemmCompute;
 using cuda::GemmEpilogue;
 
-constexpr int kFrequencyDim = 256;   // TimestepEmbedder.frequency_embedding_size
+constexpr int kFrequencyDim = 256;  // TimestepEmbedder.frequency_embedding_size
 constexpr float kMaxPeriod = 10000.0f;
-constexpr int kGuidedChannels = 3;   // upstream guides epsilon channels 0-2 only
+constexpr int kGuidedChannels = 3;  // upstream guides epsilon channels 0-2 only
 constexpr float kLayerNormEps = 1e-6f;
 // Device memory for the modulations of a chunk of sampling steps: at batch 2 of DiT-XL/2 that is
 // about 40 steps per adaLN GEMM.
@@ -90,34 +90,34 @@ struct DeviceBlock {
 // conditioning at once (a chunk of steps times the rows), carved from one arena.
 struct Activations {
   int rows = 0, steps = 0, conditionings = 0;
-  float* x_in = nullptr;          // [rows, C, S, S] model input
-  int64_t* labels = nullptr;      // [steps, rows]; forward() uses row block 0
-  int64_t* timesteps = nullptr;   // [steps, rows]; forward() uses row block 0
-  float* frequencies = nullptr;   // [conditionings, 256]
-  float* t_hidden = nullptr;      // [conditionings, D]
-  float* t_emb = nullptr;         // [conditionings, D]
-  float* conditioning = nullptr;  // [conditionings, D] c = t_emb + y_emb
-  void* silu_c = nullptr;         // [conditionings, D] compute dtype
+  float* x_in = nullptr;              // [rows, C, S, S] model input
+  int64_t* labels = nullptr;          // [steps, rows]; forward() uses row block 0
+  int64_t* timesteps = nullptr;       // [steps, rows]; forward() uses row block 0
+  float* frequencies = nullptr;       // [conditionings, 256]
+  float* t_hidden = nullptr;          // [conditionings, D]
+  float* t_emb = nullptr;             // [conditionings, D]
+  float* conditioning = nullptr;      // [conditionings, D] c = t_emb + y_emb
+  void* silu_c = nullptr;             // [conditionings, D] compute dtype
   float* modulation_chunk = nullptr;  // [conditionings, NM] every adaLN output of a chunk of steps
-  float* modulation = nullptr;    // [rows, NM] the forward pass's: per block shift, scale, gate
-                                  // (msa), shift, scale, gate (mlp); then final shift, scale
-  float* residual = nullptr;      // [rows, T, D] the residual stream h
-  void* normed = nullptr;         // [rows, T, D] compute dtype, LN + modulation
-  void* qkv = nullptr;            // [rows, T, 3, H, hd] compute dtype
-  void* attention = nullptr;      // [rows, T, H, hd] compute dtype
-  void* branch = nullptr;         // [rows, T, D] attention-proj / fc2 output, compute dtype
-  void* mlp_hidden = nullptr;     // [rows, T, 4D] compute dtype
-  float* final_tokens = nullptr;  // [rows, T, p*p*out_channels]
+  float* modulation = nullptr;        // [rows, NM] the forward pass's: per block shift, scale, gate
+                                      // (msa), shift, scale, gate (mlp); then final shift, scale
+  float* residual = nullptr;          // [rows, T, D] the residual stream h
+  void* normed = nullptr;             // [rows, T, D] compute dtype, LN + modulation
+  void* qkv = nullptr;                // [rows, T, 3, H, hd] compute dtype
+  void* attention = nullptr;          // [rows, T, H, hd] compute dtype
+  void* branch = nullptr;             // [rows, T, D] attention-proj / fc2 output, compute dtype
+  void* mlp_hidden = nullptr;         // [rows, T, 4D] compute dtype
+  float* final_tokens = nullptr;      // [rows, T, p*p*out_channels]
   // Copies of the patch embedding's weights (read by every forward pass), here so that the L2
   // window of keep_activations_in_l2 covers them: in the weight arena they are evicted by the
   // block weights streaming through each pass.
-  float* pos_embed = nullptr;     // [T, D]
-  float* patch_weight = nullptr;  // [C p p, D]
-  float* patch_bias = nullptr;    // [D]
-  float* out = nullptr;           // [rows, out_channels, S, S]
-  float* x_state = nullptr;       // [rows, C, S, S] the sampler's latents (the first images rows)
-  uint64_t* seeds = nullptr;      // [rows] one per image
-  uint32_t* initial_streams = nullptr;  // [rows] all 0: x_T is each image's stream-0 noise
+  float* pos_embed = nullptr;            // [T, D]
+  float* patch_weight = nullptr;         // [C p p, D]
+  float* patch_bias = nullptr;           // [D]
+  float* out = nullptr;                  // [rows, out_channels, S, S]
+  float* x_state = nullptr;              // [rows, C, S, S] the sampler's latents (the first images rows)
+  uint64_t* seeds = nullptr;             // [rows] one per image
+  uint32_t* initial_streams = nullptr;   // [rows] all 0: x_T is each image's stream-0 noise
   cuda::LoopStep* loop_steps = nullptr;  // [steps] sample()'s step table
   int* loop_step = nullptr;              // [1] the table entry the next cuda::loop_step applies
   unsigned* loop_blocks_done = nullptr;  // [1] cuda::loop_step's count of finished blocks
@@ -125,8 +125,7 @@ struct Activations {
 
 class CudaDitModel final : public DitModel {
  public:
-  CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision,
-               const EngineOptions& options);
+  CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision, const EngineOptions& options);
   ~CudaDitModel() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -170,23 +169,23 @@ class CudaDitModel final : public DitModel {
   // `run` replayed from `graph` when that was captured for (rows, images); else run eagerly, then
   // captured into `graph` (`what` names it in the warning when capture fails).
   void run_graphed(CapturedGraph& graph, int rows, int images, const std::function<void()>& run, const char* what);
-  void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype,
-              int M, GemmEpilogue epilogue);
+  void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype, int M,
+              GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
 
   ModelConfig config_;
   Precision precision_;
-  DeviceDtype compute_;        // GEMM operand dtype of the transformer layers
-  GemmCompute gemm_compute_;   // tf32 only for Precision::tf32
-  bool gelu_epilogue_;         // fused GELU for fp16/bf16; float32 paths use the exact kernel
+  DeviceDtype compute_;       // GEMM operand dtype of the transformer layers
+  GemmCompute gemm_compute_;  // tf32 only for Precision::tf32
+  bool gelu_epilogue_;        // fused GELU for fp16/bf16; float32 paths use the exact kernel
   cudaStream_t stream_ = nullptr;
   cuda::DeviceArena weight_arena_;
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
   std::string gemm_plan_setting_;  // EngineOptions::gemm_plan
-  CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
-  CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
+  CapturedGraph forward_graph_;    // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
+  CapturedGraph step_graph_;       // one step of sample(): the forward pass, then cuda::loop_step
 
   const float* patch_weight_ = nullptr;  // [C p p, D]: transposed (cpu::transpose_patch_weight)
   const float* patch_bias_ = nullptr;    // [D]
@@ -224,8 +223,8 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
   for (const auto& [name, shape] : expected_weight_shapes(config_)) {
     const Tensor& tensor = weights.at(name);
     if (tensor.shape != shape || static_cast<int64_t>(tensor.data.size()) != tensor.numel())
-      throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) +
-                                                   ", " + config_.name + " expects " + shape_string(shape));
+      throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) + ", " +
+                                                   config_.name + " expects " + shape_string(shape));
   }
   DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   NvtxRange range("cuda_model.load");
@@ -247,11 +246,14 @@ CudaDitModel::~CudaDitModel() {
 // quality process pays before its first image).
 void CudaDitModel::upload_weights(const DitWeights& weights) {
   const DeviceDtype f32 = DeviceDtype::f32;
-  std::vector<std::pair<std::string, DeviceDtype>> specs = {
-      {"x_embedder.proj.weight", f32}, {"x_embedder.proj.bias", f32}, {"pos_embed", f32},
-      {"t_embedder.mlp.0.weight", f32}, {"t_embedder.mlp.0.bias", f32},
-      {"t_embedder.mlp.2.weight", f32}, {"t_embedder.mlp.2.bias", f32},
-      {"y_embedder.embedding_table.weight", f32}};
+  std::vector<std::pair<std::string, DeviceDtype>> specs = {{"x_embedder.proj.weight", f32},
+                                                            {"x_embedder.proj.bias", f32},
+                                                            {"pos_embed", f32},
+                                                            {"t_embedder.mlp.0.weight", f32},
+                                                            {"t_embedder.mlp.0.bias", f32},
+                                                            {"t_embedder.mlp.2.weight", f32},
+                                                            {"t_embedder.mlp.2.bias", f32},
+                                                            {"y_embedder.embedding_table.weight", f32}};
   auto add_linear = [&](const std::string& prefix, DeviceDtype bias_dtype) {
     specs.emplace_back(prefix + ".weight", compute_);
     specs.emplace_back(prefix + ".bias", bias_dtype);
@@ -416,10 +418,10 @@ void CudaDitModel::ensure_capacity(int rows, int steps) {
   act_ = carve_activations(activation_arena_, rows, steps, new_conditionings);
   const ModelConfig& c = config_;
   const size_t D = c.hidden_size, patch = static_cast<size_t>(c.in_channels) * c.patch_size * c.patch_size;
-  DIT_CUDA_CHECK(cudaMemcpyAsync(act_.pos_embed, pos_embed_, c.tokens() * D * sizeof(float), cudaMemcpyDeviceToDevice,
-                                 stream_));
-  DIT_CUDA_CHECK(cudaMemcpyAsync(act_.patch_weight, patch_weight_, patch * D * sizeof(float),
-                                 cudaMemcpyDeviceToDevice, stream_));
+  DIT_CUDA_CHECK(
+      cudaMemcpyAsync(act_.pos_embed, pos_embed_, c.tokens() * D * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+  DIT_CUDA_CHECK(
+      cudaMemcpyAsync(act_.patch_weight, patch_weight_, patch * D * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
   DIT_CUDA_CHECK(cudaMemcpyAsync(act_.patch_bias, patch_bias_, D * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
   keep_activations_in_l2();
 }
@@ -503,8 +505,7 @@ void CudaDitModel::compute_modulation(int M, const int64_t* timesteps, const int
   linear(time_mlp0_, act_.frequencies, f32, act_.t_hidden, f32, M, GemmEpilogue::bias);
   cuda::silu(act_.t_hidden, act_.t_hidden, f32, static_cast<int64_t>(M) * D, stream_);
   linear(time_mlp2_, act_.t_hidden, f32, act_.t_emb, f32, M, GemmEpilogue::bias);
-  cuda::class_embed_add(act_.t_emb, label_table_, labels, act_.conditioning, M, D, c.num_classes + 1, nullptr,
-                        stream_);
+  cuda::class_embed_add(act_.t_emb, label_table_, labels, act_.conditioning, M, D, c.num_classes + 1, nullptr, stream_);
   cuda::silu(act_.conditioning, act_.silu_c, compute_, static_cast<int64_t>(M) * D, stream_);
   linear(adaln_all_, act_.silu_c, compute_, modulation_out, f32, M, GemmEpilogue::bias);
 }
@@ -566,23 +567,21 @@ void CudaDitModel::run_graphed(CapturedGraph& graph, int rows, int images, const
   } catch (const Error& error) {
     cudaGetLastError();  // clear a non-sticky launch error left by the failed capture
     use_graphs_ = false;
-    std::fprintf(stderr, "dit: %s could not be captured as a CUDA Graph; it runs eagerly (%s)\n", what,
-                 error.what());
+    std::fprintf(stderr, "dit: %s could not be captured as a CUDA Graph; it runs eagerly (%s)\n", what, error.what());
   }
 }
 
-void CudaDitModel::check_inputs(const char* op, const Tensor& x, size_t timesteps,
-                                std::span<const int64_t> y) const {
+void CudaDitModel::check_inputs(const char* op, const Tensor& x, size_t timesteps, std::span<const int64_t> y) const {
   const ModelConfig& c = config_;
   const int64_t B = x.shape.empty() ? 0 : x.dim(0);
   const std::vector<int64_t> expected{B, c.in_channels, c.input_size, c.input_size};
   if (B == 0 || x.shape != expected || static_cast<int64_t>(timesteps) != B || static_cast<int64_t>(y.size()) != B ||
       static_cast<int64_t>(x.data.size()) != x.numel())
-    throw Error(ErrorKind::invalid_argument,
-                std::string(op) + ": x " + shape_string(x.shape) + " with " + std::to_string(timesteps) +
-                    " timesteps and " + std::to_string(y.size()) + " labels; " + c.name + " expects [B, " +
-                    std::to_string(c.in_channels) + ", " + std::to_string(c.input_size) + ", " +
-                    std::to_string(c.input_size) + "] with B of each");
+    throw Error(ErrorKind::invalid_argument, std::string(op) + ": x " + shape_string(x.shape) + " with " +
+                                                 std::to_string(timesteps) + " timesteps and " +
+                                                 std::to_string(y.size()) + " labels; " + c.name + " expects [B, " +
+                                                 std::to_string(c.in_channels) + ", " + std::to_string(c.input_size) +
+                                                 ", " + std::to_string(c.input_size) + "] with B of each");
   if (B > 65535) throw Error(ErrorKind::invalid_argument, std::string(op) + ": batch larger than 65535");
   for (int64_t label : y)
     if (label < 0 || label > c.num_classes)
@@ -598,7 +597,8 @@ Tensor CudaDitModel::forward(const Tensor& x, std::span<const int64_t> t, std::s
   upload(act_.x_in, x.ptr(), x.data.size() * sizeof(float));
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  run_graphed(forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
+  run_graphed(
+      forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
   Tensor out({rows, config_.out_channels(), config_.input_size, config_.input_size});
   download(out.ptr(), act_.out, out.data.size() * sizeof(float));
   return out;
@@ -609,8 +609,10 @@ Tensor CudaDitModel::forward_with_cfg(const Tensor& x, std::span<const int64_t> 
   check_inputs("forward_with_cfg", x, t.size(), y);
   const int rows = static_cast<int>(x.dim(0));
   if (rows % 2)
-    throw Error(ErrorKind::invalid_argument, "forward_with_cfg: the batch must be even (conditional rows, then "
-                                             "unconditional rows), got " + std::to_string(rows));
+    throw Error(ErrorKind::invalid_argument,
+                "forward_with_cfg: the batch must be even (conditional rows, then "
+                "unconditional rows), got " +
+                    std::to_string(rows));
   ensure_capacity(rows, 1);
   // upstream runs the first half twice: cat([x[:B], x[:B]])
   const size_t half_bytes = x.data.size() / 2 * sizeof(float);
@@ -618,7 +620,8 @@ Tensor CudaDitModel::forward_with_cfg(const Tensor& x, std::span<const int64_t> 
   upload(reinterpret_cast<std::byte*>(act_.x_in) + half_bytes, x.ptr(), half_bytes);
   upload(act_.timesteps, t.data(), t.size() * sizeof(int64_t));
   upload(act_.labels, y.data(), y.size() * sizeof(int64_t));
-  run_graphed(forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
+  run_graphed(
+      forward_graph_, rows, 0, [&] { run_forward(rows, true); }, "the forward pass");
   const int HW = config_.input_size * config_.input_size;
   cuda::guidance_combine(act_.out, rows / 2, config_.out_channels(), HW, cfg_scale,
                          std::min(kGuidedChannels, config_.out_channels()), stream_);
@@ -649,7 +652,8 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
 
   const std::vector<int64_t> labels = batch_labels(request, c);
   std::vector<int64_t> step_labels(static_cast<size_t>(steps) * rows);
-  for (int i = 0; i < steps; ++i) std::copy(labels.begin(), labels.end(), step_labels.begin() + static_cast<size_t>(i) * rows);
+  for (int i = 0; i < steps; ++i)
+    std::copy(labels.begin(), labels.end(), step_labels.begin() + static_cast<size_t>(i) * rows);
   std::vector<uint64_t> seeds(request.seeds.begin(), request.seeds.begin() + images);
   const std::vector<uint32_t> initial_streams(images, 0);
   std::vector<int64_t> timesteps(static_cast<size_t>(steps) * rows);

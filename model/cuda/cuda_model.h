@@ -11,7 +11,7 @@ namespace dit {
 
 // Throws dit::Error (device) when no GPU is usable, (invalid_argument) when a weight is missing
 // or misshapen.
-std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights,
-                                          Precision precision, const EngineOptions& options);
+std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision,
+                                          const EngineOptions& options);
 
 }  // namespace dit

@@ -58,8 +58,8 @@ class PlanReader {
     if (!value.is_number_integer()) fail(field + "." + name, "must be an integer");
     const int64_t v = value.get<int64_t>();
     if (v < low || v > high)
-      fail(field + "." + name, std::to_string(v) + " is outside [" + std::to_string(low) + ", " +
-                                   std::to_string(high) + "]");
+      fail(field + "." + name,
+           std::to_string(v) + " is outside [" + std::to_string(low) + ", " + std::to_string(high) + "]");
     return v;
   }
 
@@ -134,7 +134,8 @@ GemmPlan parse_gemm_plan(const std::string& text, const std::string& source) {
   for (size_t i = 0; i < choices.size(); ++i) {
     const std::string field = "plan.choices[" + std::to_string(i) + "]";
     const json& c = choices[i];
-    r.only(c, field, {"M", "N", "K", "operands", "output", "compute", "epilogue", "candidate", "algo", "us", "first_us"});
+    r.only(c, field,
+           {"M", "N", "K", "operands", "output", "compute", "epilogue", "candidate", "algo", "us", "first_us"});
     GemmPlanChoice choice;
     choice.key.M = static_cast<int>(r.integer(c, field, "M", 1, INT32_MAX));
     choice.key.N = static_cast<int>(r.integer(c, field, "N", 1, INT32_MAX));
@@ -197,8 +198,8 @@ std::optional<GemmPlan> select_gemm_plan(const GemmPlanDevice& device, const std
   if (!setting.empty()) {
     GemmPlan plan = read_gemm_plan(setting);
     if (!(plan.device == device))
-      throw Error(ErrorKind::invalid_argument, "DIT_GEMM_PLAN=" + setting + " is a plan for " +
-                                                   plan.device.describe() + ", not for this " + device.describe());
+      throw Error(ErrorKind::invalid_argument, "DIT_GEMM_PLAN=" + setting + " is a plan for " + plan.device.describe() +
+                                                   ", not for this " + device.describe());
     return plan;
   }
   std::error_code error;
@@ -212,8 +213,8 @@ std::optional<GemmPlan> select_gemm_plan(const GemmPlanDevice& device, const std
     GemmPlan plan = read_gemm_plan(path);
     if (!(plan.device == device)) continue;
     if (found)
-      throw Error(ErrorKind::invalid_argument, "two GEMM plans for " + device.describe() + ": " + found->source +
-                                                   " and " + path + " (keep one)");
+      throw Error(ErrorKind::invalid_argument,
+                  "two GEMM plans for " + device.describe() + ": " + found->source + " and " + path + " (keep one)");
     found = std::move(plan);
   }
   return found;

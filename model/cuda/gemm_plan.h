@@ -50,10 +50,10 @@ struct GemmPlanChoice {
 };
 
 struct GemmPlanDevice {
-  std::string gpu;                // cudaDeviceProp::name
-  std::string compute_capability; // "major.minor"
-  int64_t cublaslt_version = 0;   // cublasLtGetVersion()
-  int64_t workspace_bytes = 0;    // the GEMM workspace the heuristic was asked with
+  std::string gpu;                 // cudaDeviceProp::name
+  std::string compute_capability;  // "major.minor"
+  int64_t cublaslt_version = 0;    // cublasLtGetVersion()
+  int64_t workspace_bytes = 0;     // the GEMM workspace the heuristic was asked with
   bool operator==(const GemmPlanDevice& other) const;
   std::string describe() const;
 };

@@ -51,7 +51,7 @@ using cuda::DeviceDtype;
 using cuda::LtMatmul;
 using cuda::MatmulShape;
 
-constexpr int kPaddedChannels = 8;                          // latent and RGB channels on the device
+constexpr int kPaddedChannels = 8;                            // latent and RGB channels on the device
 constexpr int64_t kScoresBudgetElements = int64_t{64} << 20;  // attention scores held at once
 
 int padded(int channels) { return (channels + kPaddedChannels - 1) / kPaddedChannels * kPaddedChannels; }
@@ -116,7 +116,8 @@ class WeightStaging {
     for (int o = 0; o < out; ++o)
       for (int i = 0; i < in; ++i)
         for (int t = 0; t < k * k; ++t)
-          packed[(static_cast<size_t>(o) * k * k + t) * in_pad + i] = w.data[(static_cast<size_t>(o) * in + i) * k * k + t];
+          packed[(static_cast<size_t>(o) * k * k + t) * in_pad + i] =
+              w.data[(static_cast<size_t>(o) * in + i) * k * k + t];
     std::vector<float> bias(out_pad, 0.0f);
     for (int o = 0; o < out; ++o) bias[o] = b.data[o] + (extra_bias ? extra_bias->data[o] : 0.0f);
     ConvParams params;
@@ -130,7 +131,8 @@ class WeightStaging {
   }
 
   NormParams norm(const VaeWeights& weights, const std::string& prefix) {
-    return {add(weights.at(prefix + "weight").data, DeviceDtype::f32), add(weights.at(prefix + "bias").data, DeviceDtype::f32)};
+    return {add(weights.at(prefix + "weight").data, DeviceDtype::f32),
+            add(weights.at(prefix + "bias").data, DeviceDtype::f32)};
   }
 
   const std::vector<std::byte>& bytes() const { return bytes_; }
@@ -154,7 +156,7 @@ struct Plan {
   int attention_chunk = 1;  // images per scores product
   std::optional<LtMatmul> qkv, scores, mix, out;
   cuda::DeviceArena arena;
-  void* buffers[3] = {};  // activations, each the largest [N, H, W, C]
+  void* buffers[3] = {};                          // activations, each the largest [N, H, W, C]
   void *x = nullptr, *a = nullptr, *b = nullptr;  // the roles of the three buffers as a decode runs
   void *qkv_buffer = nullptr, *scores_buffer = nullptr;
   void *conv_workspace = nullptr, *gemm_workspace = nullptr;
@@ -167,8 +169,11 @@ struct Plan {
 class CudaVaeDecoder final : public VaeDecoder {
  public:
   CudaVaeDecoder(const VaeConfig& config, const VaeWeights& weights, Precision precision, const EngineOptions& options)
-      : config_(config), layout_(vae::decoder_layout(config)), precision_(precision),
-        dtype_(cuda::storage_dtype(precision)), use_graphs_(options.cuda_graphs),
+      : config_(config),
+        layout_(vae::decoder_layout(config)),
+        precision_(precision),
+        dtype_(cuda::storage_dtype(precision)),
+        use_graphs_(options.cuda_graphs),
         fuse_bias_(dtype_ != DeviceDtype::f32 && options.vae_fused_bias) {
     int devices = 0;
     const cudaError_t status = cudaGetDeviceCount(&devices);
@@ -178,7 +183,8 @@ class CudaVaeDecoder final : public VaeDecoder {
     for (const auto& [name, shape] : vae::parameter_shapes(config))
       if (weights.at(name).shape != shape)
         throw Error(ErrorKind::invalid_argument, "VAE weights: " + name + " has shape " +
-                                                     shape_string(weights.at(name).shape) + ", expected " + shape_string(shape));
+                                                     shape_string(weights.at(name).shape) + ", expected " +
+                                                     shape_string(shape));
     for (int channels : config.block_out_channels)
       cuda::require(channels % kPaddedChannels == 0, "CUDA VAE decoder",
                     "block_out_channels must be multiples of 8, got " + std::to_string(channels));
@@ -195,8 +201,8 @@ class CudaVaeDecoder final : public VaeDecoder {
   const VaeConfig& config() const override { return config_; }
 
   Tensor decode(const Tensor& z) override {
-    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] ||
-        z.shape[0] <= 0 || z.shape[2] <= 0)
+    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] || z.shape[0] <= 0 ||
+        z.shape[2] <= 0)
       throw Error(ErrorKind::invalid_argument, "VAE decode: latents must be [N, " +
                                                    std::to_string(config_.latent_channels) + ", s, s], got " +
                                                    shape_string(z.shape));
@@ -372,26 +378,46 @@ class CudaVaeDecoder final : public VaeDecoder {
     plan->attention_chunk = chunk;
     plan->image_size = final_size;
     const int pixels = static_cast<int>(N * P);
-    plan->qkv.emplace(cublas_, MatmulShape{.transpose_a = true, .m = 3 * C, .n = pixels, .k = C, .lda = C, .ldb = C,
-                                           .ldd = 3 * C, .bias = true},
-                      precision_);
+    plan->qkv.emplace(
+        cublas_,
+        MatmulShape{
+            .transpose_a = true, .m = 3 * C, .n = pixels, .k = C, .lda = C, .ldb = C, .ldd = 3 * C, .bias = true},
+        precision_);
     plan->scores.emplace(cublas_,
-                         MatmulShape{.transpose_a = true, .m = static_cast<int>(P), .n = static_cast<int>(P), .k = C,
-                                     .lda = 3 * C, .ldb = 3 * C, .ldd = P, .batch = chunk, .stride_a = P * 3 * C,
-                                     .stride_b = P * 3 * C, .stride_d = P * P,
+                         MatmulShape{.transpose_a = true,
+                                     .m = static_cast<int>(P),
+                                     .n = static_cast<int>(P),
+                                     .k = C,
+                                     .lda = 3 * C,
+                                     .ldb = 3 * C,
+                                     .ldd = P,
+                                     .batch = chunk,
+                                     .stride_a = P * 3 * C,
+                                     .stride_b = P * 3 * C,
+                                     .stride_d = P * P,
                                      .alpha = static_cast<float>(1.0 / std::sqrt(static_cast<double>(C)))},
                          precision_);
     plan->mix.emplace(cublas_,
-                      MatmulShape{.m = C, .n = static_cast<int>(P), .k = static_cast<int>(P), .lda = 3 * C, .ldb = P,
-                                  .ldd = C, .batch = chunk, .stride_a = P * 3 * C, .stride_b = P * P, .stride_d = P * C},
+                      MatmulShape{.m = C,
+                                  .n = static_cast<int>(P),
+                                  .k = static_cast<int>(P),
+                                  .lda = 3 * C,
+                                  .ldb = P,
+                                  .ldd = C,
+                                  .batch = chunk,
+                                  .stride_a = P * 3 * C,
+                                  .stride_b = P * P,
+                                  .stride_d = P * C},
                       precision_);
-    plan->out.emplace(cublas_, MatmulShape{.transpose_a = true, .m = C, .n = pixels, .k = C, .lda = C, .ldb = C,
-                                           .ldd = C, .beta = 1.0f, .bias = true},
-                      precision_);
+    plan->out.emplace(
+        cublas_,
+        MatmulShape{
+            .transpose_a = true, .m = C, .n = pixels, .k = C, .lda = C, .ldb = C, .ldd = C, .beta = 1.0f, .bias = true},
+        precision_);
 
     const size_t element = cuda::dtype_bytes(dtype_);
-    const size_t norm_floats = cuda::group_norm_workspace_floats(N, static_cast<int64_t>(final_size) * final_size,
-                                                                 config_.norm_num_groups);
+    const size_t norm_floats =
+        cuda::group_norm_workspace_floats(N, static_cast<int64_t>(final_size) * final_size, config_.norm_num_groups);
     const size_t image_floats = static_cast<size_t>(N) * layout_.out_channels * final_size * final_size;
     auto carve = [&](auto& arena) {
       for (void*& buffer : plan->buffers) buffer = arena.take(activation_elements * element);
@@ -479,15 +505,15 @@ class CudaVaeDecoder final : public VaeDecoder {
     staging.add(nhwc);
     // From pageable memory the runtime has taken the bytes when the call returns, so the staging
     // buffer may go out of scope.
-    DIT_CUDA_CHECK(cudaMemcpyAsync(destination, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice,
-                                   stream_));
+    DIT_CUDA_CHECK(
+        cudaMemcpyAsync(destination, staging.bytes().data(), staging.bytes().size(), cudaMemcpyHostToDevice, stream_));
   }
 
   // The planar float32 image of the decode just enqueued, copied straight into the result.
   Tensor download_image(const Plan& plan) {
     Tensor out({plan.N, layout_.out_channels, plan.image_size, plan.image_size});
-    DIT_CUDA_CHECK(cudaMemcpyAsync(out.data.data(), plan.image, out.data.size() * sizeof(float),
-                                   cudaMemcpyDeviceToHost, stream_));
+    DIT_CUDA_CHECK(
+        cudaMemcpyAsync(out.data.data(), plan.image, out.data.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_));
     DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     return out;
   }

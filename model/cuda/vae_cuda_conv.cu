@@ -64,7 +64,8 @@ static bool acceptable(const cudnnConvolutionFwdAlgoPerf_t& candidate, Precision
   if (precision == Precision::fp32)
     return candidate.mathType != CUDNN_TENSOR_OP_MATH && candidate.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION &&
            (algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM ||
-            algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM || algorithm == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+            algorithm == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
+            algorithm == CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
   return true;
 }
 
@@ -85,8 +86,8 @@ CudnnConv::ConvDesc CudnnConv::conv_desc(const ConvShape& shape, cudnnMathType_t
   DIT_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&raw));
   ConvDesc desc(raw);
   const int pad = shape.kernel / 2;
-  DIT_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(raw, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                                  CUDNN_DATA_FLOAT));
+  DIT_CUDNN_CHECK(
+      cudnnSetConvolution2dDescriptor(raw, pad, pad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   DIT_CUDNN_CHECK(cudnnSetConvolutionMathType(raw, math));
   return desc;
 }

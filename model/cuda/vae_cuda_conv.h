@@ -67,8 +67,7 @@ class CudnnConv {
   // cuDNN has declined it for this `accumulate` (the first call in each mode finds out, and a
   // "not supported" answer turns the fused form off for that mode, for good); the caller then
   // runs run() and adds the bias itself. Other cuDNN errors throw, as in run().
-  bool run_with_bias(const void* in, const void* weight, const void* bias, void* out, bool accumulate,
-                     void* workspace);
+  bool run_with_bias(const void* in, const void* weight, const void* bias, void* out, bool accumulate, void* workspace);
 
   // Whether run_with_bias() would try the fused call in this mode.
   bool fuses_bias(bool accumulate) const { return fused_[accumulate] != Fused::off; }
@@ -80,10 +79,10 @@ class CudnnConv {
   };
   using TensorDesc = std::unique_ptr<cudnnTensorStruct, Destroy<cudnnTensorDescriptor_t, cudnnDestroyTensorDescriptor>>;
   using FilterDesc = std::unique_ptr<cudnnFilterStruct, Destroy<cudnnFilterDescriptor_t, cudnnDestroyFilterDescriptor>>;
-  using ConvDesc = std::unique_ptr<cudnnConvolutionStruct,
-                                   Destroy<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>>;
-  using ActivationDesc = std::unique_ptr<cudnnActivationStruct,
-                                         Destroy<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>>;
+  using ConvDesc =
+      std::unique_ptr<cudnnConvolutionStruct, Destroy<cudnnConvolutionDescriptor_t, cudnnDestroyConvolutionDescriptor>>;
+  using ActivationDesc =
+      std::unique_ptr<cudnnActivationStruct, Destroy<cudnnActivationDescriptor_t, cudnnDestroyActivationDescriptor>>;
   static TensorDesc tensor_desc(cudnnDataType_t type, int N, int C, int H, int W);
   static ConvDesc conv_desc(const ConvShape& shape, cudnnMathType_t math);
   void plan_fused_bias(const ConvShape& shape, Precision precision, cudnnDataType_t type,
@@ -113,6 +112,5 @@ class CudnnConv {
 // The storage type of activations and weights at `precision` (f32 for fp32 and tf32).
 DeviceDtype storage_dtype(Precision precision);
 cudnnDataType_t cudnn_dtype(DeviceDtype dtype);
-
 
 }  // namespace dit::cuda

@@ -25,14 +25,14 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const MatmulShape& shape, Precision 
             "leading dimension or stride " + std::to_string(stride) + " breaks 16-byte alignment");
 
   const cudaDataType_t type = cuda_type(precision);
-  const cublasComputeType_t compute =
-      precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   cublasLtMatmulDesc_t desc = nullptr;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
   desc_.reset(desc);
   const cublasOperation_t transpose_a = shape.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, no_transpose = CUBLAS_OP_N;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &transpose_a, sizeof transpose_a));
-  DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof no_transpose));
+  DIT_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof no_transpose));
   const cublasLtEpilogue_t epilogue = shape.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
   DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
 
@@ -42,7 +42,8 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const MatmulShape& shape, Precision 
     Layout owned(layout);
     if (shape.batch > 1) {
       const int32_t batch = shape.batch;
-      DIT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
+      DIT_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
       DIT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
                                                         sizeof stride));
     }
@@ -87,10 +88,11 @@ void LtMatmul::run(const void* a, const void* b, const void* c, void* d, const v
   require(!shape_.bias || bias != nullptr, op, "bias expected");
   require(shape_.beta == 0.0f || c != nullptr, op, "C expected when beta != 0");
   if (shape_.bias)
-    DIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    DIT_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(desc_.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
   DIT_CUBLAS_CHECK(cublasLtMatmul(handle_, desc_.get(), &shape_.alpha, a, a_layout_.get(), b, b_layout_.get(),
-                                  &shape_.beta, shape_.beta != 0.0f ? c : d, d_layout_.get(), d, d_layout_.get(), &algo_,
-                                  workspace, kWorkspaceBytes, stream));
+                                  &shape_.beta, shape_.beta != 0.0f ? c : d, d_layout_.get(), d, d_layout_.get(),
+                                  &algo_, workspace, kWorkspaceBytes, stream));
 }
 
 }  // namespace dit::cuda

@@ -18,19 +18,19 @@
 namespace dit::cuda {
 
 struct MatmulShape {
-  bool transpose_a = false;   // A stored k x m (then transposed) instead of m x k
+  bool transpose_a = false;  // A stored k x m (then transposed) instead of m x k
   int m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldd = 0;  // B is stored k x n, D (and C) m x n
   int batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_d = 0;  // elements between batch entries
   float alpha = 1.0f, beta = 0.0f;
-  bool bias = false;          // add bias[m] to every column of D
+  bool bias = false;  // add bias[m] to every column of D
 };
 
 class LtMatmul {
  public:
   static constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // fixed: the heuristic depends on it
-  static constexpr uint32_t kAlignmentBytes = 16;  // every pointer, leading dimension and stride
+  static constexpr uint32_t kAlignmentBytes = 16;              // every pointer, leading dimension and stride
 
   // Operands and result in the storage type of `precision`, float32 accumulation (TF32 only
   // for Precision::tf32). Throws dit::Error(device) when cuBLASLt has no algorithm.

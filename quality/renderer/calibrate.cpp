@@ -16,13 +16,13 @@ namespace dit::quality {
 
 // How measured spreads become floors: the worst score over the exact and rounding
 // restatements, widened by these factors. The minimums only apply when that spread is zero.
-constexpr double kSafetyFactor = 10.0;            // latent and SSIM floors sit 10x beyond the spread
-constexpr double kLatentMinimum = 1e-6;           // latent_relative_l2 floor for a zero spread
-constexpr double kPixelLevelsMinimum = 2.0;       // max_abs_pixel_error floor: a 1-level flip, doubled
-constexpr double kPsnrCeilingDb = 80.0;           // image_psnr floor never above this
-constexpr double kPsnrSafetyDb = 10.0;            // dB below the worst measured PSNR
-constexpr double kSsimMinimumDeficit = 1e-5;      // 1 - image_ssim floor never below this
-constexpr int kBatchCompanions = 2;                 // other images in the batch restatements
+constexpr double kSafetyFactor = 10.0;        // latent and SSIM floors sit 10x beyond the spread
+constexpr double kLatentMinimum = 1e-6;       // latent_relative_l2 floor for a zero spread
+constexpr double kPixelLevelsMinimum = 2.0;   // max_abs_pixel_error floor: a 1-level flip, doubled
+constexpr double kPsnrCeilingDb = 80.0;       // image_psnr floor never above this
+constexpr double kPsnrSafetyDb = 10.0;        // dB below the worst measured PSNR
+constexpr double kSsimMinimumDeficit = 1e-5;  // 1 - image_ssim floor never below this
+constexpr int kBatchCompanions = 2;           // other images in the batch restatements
 
 namespace {
 
@@ -49,8 +49,7 @@ static double round_outward(double value, bool up) {
 }
 
 double proposed_floor(const std::string& metric, double worst) {
-  if (metric == kLatentRelativeL2)
-    return worst > 0 ? round_outward(kSafetyFactor * worst, true) : kLatentMinimum;
+  if (metric == kLatentRelativeL2) return worst > 0 ? round_outward(kSafetyFactor * worst, true) : kLatentMinimum;
   if (metric == kMaxAbsPixelError) return std::max(kPixelLevelsMinimum, 2 * worst);
   if (metric == kImagePsnr) return std::min(kPsnrCeilingDb, std::floor(worst - kPsnrSafetyDb));
   if (metric == kImageSsim)
@@ -69,8 +68,11 @@ nlohmann::json Calibration::to_json(const Contract& contract) const {
       const Aggregate a = r.scores.aggregate(metric, rule.direction);
       if (a.cases > 0) worst[metric] = std::isfinite(a.worst) ? nlohmann::json(a.worst) : nlohmann::json(nullptr);
     }
-    out["restatements"].push_back({{"name", r.name}, {"kind", r.kind}, {"description", r.description},
-                                   {"worst", worst}, {"scores", r.scores.to_json()}});
+    out["restatements"].push_back({{"name", r.name},
+                                   {"kind", r.kind},
+                                   {"description", r.description},
+                                   {"worst", worst},
+                                   {"scores", r.scores.to_json()}});
   }
   for (const auto& [metric, rule] : contract.metrics) {
     out["contract_floor"][metric] = rule.floor ? nlohmann::json(*rule.floor) : nlohmann::json(nullptr);
@@ -131,14 +133,14 @@ Calibration calibrate(const Corpus& corpus, const RenderSettings& settings, std:
     }
     omp_set_num_threads(default_threads);
     if (log)
-      *log << plan.name << " (" << plan.kind << "): "
-           << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
+      *log << plan.name << " (" << plan.kind
+           << "): " << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
     calibration.restatements.push_back(std::move(restatement));
   }
   for (const std::string& metric : {std::string(kLatentRelativeL2), std::string(kImagePsnr), std::string(kImageSsim),
                                     std::string(kMaxAbsPixelError)}) {
-    const Direction direction = (metric == kImagePsnr || metric == kImageSsim) ? Direction::higher_is_better
-                                                                                 : Direction::lower_is_better;
+    const Direction direction =
+        (metric == kImagePsnr || metric == kImageSsim) ? Direction::higher_is_better : Direction::lower_is_better;
     double worst = direction == Direction::higher_is_better ? kPsnrOfIdenticalImages : 0.0;
     if (metric == kImageSsim) worst = 1.0;
     for (const Restatement& r : calibration.restatements) {

@@ -26,13 +26,13 @@ struct Restatement {
   std::string name;
   std::string kind;  // "exact" or "rounding" (both set the margins), "numerical" (reported only)
   std::string description;
-  ScoreSet scores;   // against the reference render
+  ScoreSet scores;  // against the reference render
 };
 
 struct Calibration {
   std::vector<Restatement> restatements;
-  std::map<std::string, double> worst_spread;  // metric -> worst over exact and rounding ones
-  std::map<std::string, double> proposed_floor;      // metric -> floor derived from that spread
+  std::map<std::string, double> worst_spread;    // metric -> worst over exact and rounding ones
+  std::map<std::string, double> proposed_floor;  // metric -> floor derived from that spread
   nlohmann::json to_json(const Contract& contract) const;
 };
 

@@ -80,11 +80,12 @@ int command_calibrate(const SetOptions& o, const std::string& out) {
   const nlohmann::json result = calibration.to_json(inputs.contract);
   std::cout << "\nworst score per metric over each restatement (vs a reference render):\n";
   for (const auto& r : result["restatements"]) {
-    std::cout << "  " << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>() << "): " << r["worst"].dump()
-              << "\n";
+    std::cout << "  " << r["name"].get<std::string>() << " (" << r["kind"].get<std::string>()
+              << "): " << r["worst"].dump() << "\n";
   }
-  std::cout << "worst spread (exact + rounding): " << result["worst_spread"].dump() << "\nproposed floors:    "
-            << result["proposed_floor"].dump() << "\ncontract floors:    " << result["contract_floor"].dump() << "\n";
+  std::cout << "worst spread (exact + rounding): " << result["worst_spread"].dump()
+            << "\nproposed floors:    " << result["proposed_floor"].dump()
+            << "\ncontract floors:    " << result["contract_floor"].dump() << "\n";
   if (!out.empty()) write_json_atomic(out, result, ParentFolders::create);
   return kExitPassed;
 }

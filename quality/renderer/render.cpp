@@ -130,8 +130,7 @@ RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const
     record.seconds = seconds;
     record.deterministic = identical_bytes(first, renderer.render(*c));
     if (settings.log)
-      *settings.log << c->id << ": " << seconds << " s" << (record.deterministic ? "" : ", NOT deterministic")
-                    << "\n";
+      *settings.log << c->id << ": " << seconds << " s" << (record.deterministic ? "" : ", NOT deterministic") << "\n";
     manifest.cases[c->id] = record;
   }
   save_render_manifest(out_dir, manifest);

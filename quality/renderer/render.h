@@ -24,10 +24,10 @@ struct RenderSettings {
   // The engine as deployed: its defaults. The renderer maps no environment onto them, so what is
   // judged never depends on a benchmark switch (bench_e2e honours them, and its hash then differs).
   EngineOptions engine;
-  std::string data_dir;          // tests/data: the weights of the tiny_a / tiny_b models
+  std::string data_dir;  // tests/data: the weights of the tiny_a / tiny_b models
   // Edits the DiT weights after loading (tests emulate engine bugs this way).
   std::function<void(DitWeights&)> edit_weights;
-  std::ostream* log = nullptr;    // one line per case when set
+  std::ostream* log = nullptr;  // one line per case when set
 };
 
 // Keeps the last model and decoder loaded, so consecutive cases of one model reuse them.
@@ -53,6 +53,5 @@ class Renderer {
 // (created; files of earlier renders replaced) and writes render.json. Throws dit::Error when a case cannot be rendered.
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
                              const std::string& out_dir);
-
 
 }  // namespace dit::quality

@@ -187,8 +187,7 @@ std::vector<std::string> include_violations(const fs::path& source_dir, const st
     }
     for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
       const std::string relative = it->path().lexically_relative(source_dir).string();
-      if (it->is_directory() &&
-          std::find(rule.skip.begin(), rule.skip.end(), relative) != rule.skip.end()) {
+      if (it->is_directory() && std::find(rule.skip.begin(), rule.skip.end(), relative) != rule.skip.end()) {
         it.disable_recursion_pending();
         continue;
       }
@@ -230,8 +229,8 @@ std::vector<std::string> environment_uses(const fs::path& source_dir, const std:
       std::string line;
       for (int number = 1; std::getline(in, line); ++number) {
         if (std::regex_search(line, use))
-          found.push_back(entry.path().lexically_relative(source_dir).string() + ":" + std::to_string(number) +
-                          ": " + line);
+          found.push_back(entry.path().lexically_relative(source_dir).string() + ":" + std::to_string(number) + ": " +
+                          line);
       }
     }
   }

@@ -12,10 +12,10 @@ namespace dit::architecture {
 
 // One CMake target as the file API's codemodel-v2 describes it.
 struct Target {
-  std::string id, name, type;          // type: EXECUTABLE, STATIC_LIBRARY, UTILITY, ...
-  std::string folder;                  // where it is defined, relative to the source tree ("quality")
-  std::vector<std::string> sources;    // relative to the source tree when inside it
-  std::vector<std::string> artifacts;  // relative to the build tree when inside it
+  std::string id, name, type;               // type: EXECUTABLE, STATIC_LIBRARY, UTILITY, ...
+  std::string folder;                       // where it is defined, relative to the source tree ("quality")
+  std::vector<std::string> sources;         // relative to the source tree when inside it
+  std::vector<std::string> artifacts;       // relative to the build tree when inside it
   std::vector<std::string> link_libraries;  // the link line's library fragments, as written
   std::vector<std::string> dependency_ids;  // direct build dependencies (linked or ordered)
 };

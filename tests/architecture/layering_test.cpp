@@ -94,7 +94,8 @@ TEST(LayeringRules, each_way_of_reaching_the_engine_from_the_judge_is_caught) {
     const char* expected;
   };
   const Case cases[] = {
-      {"judge_links_the_engine", [](TargetGraph& g) { named(g, "dit_quality").dependency_ids.push_back("dit_engine::@id"); },
+      {"judge_links_the_engine",
+       [](TargetGraph& g) { named(g, "dit_quality").dependency_ids.push_back("dit_engine::@id"); },
        "dit_quality (quality-judge) links dit_engine"},
       {"judge_links_the_renderer",
        [](TargetGraph& g) { named(g, "dit-quality").dependency_ids.push_back("dit_quality_renderer::@id"); },
@@ -112,14 +113,17 @@ TEST(LayeringRules, each_way_of_reaching_the_engine_from_the_judge_is_caught) {
        "dit-perf-gate (driver) links model/libmystery.a"},
       {"bench_support_links_the_engine",
        [](TargetGraph& g) {
-         g.targets.push_back(target("dit_bench_support", "STATIC_LIBRARY", "bench", {"bench/support/x.cpp"},
-                                    {"dit_engine"}));
+         g.targets.push_back(
+             target("dit_bench_support", "STATIC_LIBRARY", "bench", {"bench/support/x.cpp"}, {"dit_engine"}));
        },
        "dit_bench_support (bench-support) links dit_engine"},
       {"a_tool_outside_every_part_links_the_engine",
-       [](TargetGraph& g) { g.targets.push_back(target("tool", "EXECUTABLE", "tools", {"tools/t.cpp"}, {"dit_engine"})); },
+       [](TargetGraph& g) {
+         g.targets.push_back(target("tool", "EXECUTABLE", "tools", {"tools/t.cpp"}, {"dit_engine"}));
+       },
        "tool (other) links dit_engine"},
-      {"the_judge_is_missing", [](TargetGraph& g) { std::erase_if(g.targets, [](const Target& t) { return t.name == "dit-quality"; }); },
+      {"the_judge_is_missing",
+       [](TargetGraph& g) { std::erase_if(g.targets, [](const Target& t) { return t.name == "dit-quality"; }); },
        "dit-quality: missing from the build"},
   };
   for (const Case& c : cases) {
@@ -153,7 +157,8 @@ TEST(IncludeRules, each_forbidden_include_is_caught_and_the_renderer_is_left_out
   const fs::path root = scratch.path();
   write_file(root / "core/a.h", "#include <vector>\n#include \"core/b.h\"\n");
   write_file(root / "core/b.cpp", "  #  include \"model/config.h\"\n");
-  write_file(root / "driver/c.cpp", "#include \"kernels/noise.h\"\n#include \"../model/x.h\"\n#define X <y>\n#include X\n");
+  write_file(root / "driver/c.cpp",
+             "#include \"kernels/noise.h\"\n#include \"../model/x.h\"\n#define X <y>\n#include X\n");
   write_file(root / "quality/renderer/render.cpp", "#include \"model/pipeline.h\"\n");
   write_file(root / "quality/gate.cpp", "// #include \"model/pipeline.h\" in a comment is not an include\n");
   write_file(root / "kernels/k.cu", "#include \"kernels/k.h\"\n#include \"model/dit_model.h\"\n");
@@ -163,7 +168,8 @@ TEST(IncludeRules, each_forbidden_include_is_caught_and_the_renderer_is_left_out
       "core/b.cpp:1: includes model/config.h", "driver/c.cpp:1: includes kernels/noise.h",
       "driver/c.cpp:2: parent-relative include ../model/x.h", "driver/c.cpp:4: computed include X",
       "kernels/k.cu:2: includes model/dit_model.h"};
-  for (const std::string& line : expected) EXPECT_TRUE(mentions(violations, line)) << line << "\n" << joined(violations);
+  for (const std::string& line : expected)
+    EXPECT_TRUE(mentions(violations, line)) << line << "\n" << joined(violations);
   EXPECT_EQ(violations.size(), expected.size()) << joined(violations);
 }
 
@@ -207,8 +213,8 @@ class ThisBuild : public testing::Test {
     fs::create_directories(build / ".cmake/api/v1/query");
     std::ofstream(build / ".cmake/api/v1/query/codemodel-v2");
     std::ifstream arguments_file(DIT_SCRATCH_CONFIGURE_ARGUMENTS);
-    std::string command = std::string("\"") + DIT_CMAKE_COMMAND + "\" -S \"" + DIT_SOURCE_DIR + "\" -B \"" +
-                          build.string() + "\"";
+    std::string command =
+        std::string("\"") + DIT_CMAKE_COMMAND + "\" -S \"" + DIT_SOURCE_DIR + "\" -B \"" + build.string() + "\"";
     for (std::string argument; std::getline(arguments_file, argument);) {
       if (!argument.empty()) command += " '" + argument + "'";
     }

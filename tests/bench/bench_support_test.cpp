@@ -19,10 +19,9 @@ namespace dit::bench {
 namespace {
 
 TEST(SplitArguments, TakesDeclaredOptionsInBothFormsAndLeavesTheRest) {
-  const ParsedArguments parsed = split_arguments(
-      {"bench_forward", "--weights=/w.safetensors", "--benchmark_filter=256", "--precision", "bf16",
-       "--benchmark_min_time=0.01"},
-      {"weights", "precision"});
+  const ParsedArguments parsed = split_arguments({"bench_forward", "--weights=/w.safetensors", "--benchmark_filter=256",
+                                                  "--precision", "bf16", "--benchmark_min_time=0.01"},
+                                                 {"weights", "precision"});
   EXPECT_EQ(parsed.remaining,
             (std::vector<std::string>{"bench_forward", "--benchmark_filter=256", "--benchmark_min_time=0.01"}));
   EXPECT_EQ(parsed.values.at("weights"), "/w.safetensors");
@@ -107,7 +106,8 @@ class RunMain : public testing::Test {
   void SetUp() override {
     directory_ = std::filesystem::temp_directory_path() / ("dit-bench-support-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(directory_);
-    for (const char* name : {"DIT_RUN_DIR", "DIT_BENCH_NAME", "DIT_BENCH_DEFAULT_DIR", "DIT_REQUIRE_GPU"}) unsetenv(name);
+    for (const char* name : {"DIT_RUN_DIR", "DIT_BENCH_NAME", "DIT_BENCH_DEFAULT_DIR", "DIT_REQUIRE_GPU"})
+      unsetenv(name);
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
   std::filesystem::path directory_;
@@ -124,9 +124,9 @@ TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheRunDirectory) {
     context.emplace_back("gpu_name", "Test GPU");
     return std::optional<std::string>();
   };
-  ASSERT_EQ(run_main_with({"bench_support_test", "--benchmark_filter=BM_SupportTestSum",
-                           "--benchmark_min_time=0.001"}, gpu),
-            0);
+  ASSERT_EQ(
+      run_main_with({"bench_support_test", "--benchmark_filter=BM_SupportTestSum", "--benchmark_min_time=0.001"}, gpu),
+      0);
   const std::filesystem::path written = directory_ / "bench" / "bench_support_test.json";
   ASSERT_TRUE(std::filesystem::exists(written));
   EXPECT_FALSE(std::filesystem::exists(directory_ / "unused"));
@@ -149,9 +149,7 @@ TEST_F(RunMain, GpuSuiteSkipsWithoutAGpuAndFailsWhenOneIsRequired) {
   EXPECT_EQ(run_main_with({"bench_x", "--benchmark_filter=BM_SupportTestSum"}, no_gpu), 1);
 }
 
-TEST_F(RunMain, RejectsUnknownFlagsWithExitCode2) {
-  EXPECT_EQ(run_main_with({"bench_x", "--no-such-flag=1"}, {}), 2);
-}
+TEST_F(RunMain, RejectsUnknownFlagsWithExitCode2) { EXPECT_EQ(run_main_with({"bench_x", "--no-such-flag=1"}, {}), 2); }
 
 }  // namespace
 }  // namespace dit::bench

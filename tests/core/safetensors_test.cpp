@@ -98,9 +98,9 @@ TEST(HalfConversion, EveryF16PatternWidensExactlyAndNarrowsBack) {
 }
 
 TEST(HalfConversion, F16LandmarksAreExact) {
-  EXPECT_EQ(f16_bits_to_float(0x0001), 0x1p-24f);  // smallest subnormal
+  EXPECT_EQ(f16_bits_to_float(0x0001), 0x1p-24f);         // smallest subnormal
   EXPECT_EQ(f16_bits_to_float(0x03ff), 1023 * 0x1p-24f);  // largest subnormal
-  EXPECT_EQ(f16_bits_to_float(0x0400), 0x1p-14f);  // smallest normal
+  EXPECT_EQ(f16_bits_to_float(0x0400), 0x1p-14f);         // smallest normal
   EXPECT_EQ(f16_bits_to_float(0x3c00), 1.0f);
   EXPECT_EQ(f16_bits_to_float(0x7bff), 65504.0f);
   EXPECT_EQ(f16_bits_to_float(0x7c00), std::numeric_limits<float>::infinity());
@@ -123,8 +123,8 @@ TEST(HalfConversion, F16NarrowingRoundsToNearestEven) {
     const auto middle = static_cast<float>((low + high) / 2);
     for (float x : {middle, std::nextafter(middle, 0.0f), std::nextafter(middle, 1e30f)}) {
       for (float signed_x : {x, -x}) {
-        expect_same_value(f16_bits_to_float(float_to_f16_bits(signed_x)),
-                          round_to_format(signed_x, 10, -14, 65536.0), signed_x, "F16");
+        expect_same_value(f16_bits_to_float(float_to_f16_bits(signed_x)), round_to_format(signed_x, 10, -14, 65536.0),
+                          signed_x, "F16");
       }
     }
   }
@@ -179,12 +179,10 @@ std::vector<float> representable_values(DType dtype, uint64_t seed) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> values = {0.0f, -0.0f, 1.0f, -2.5f, 0.375f, inf, -inf, std::numeric_limits<float>::quiet_NaN()};
   switch (dtype) {
-    case DType::F16:
-      values.insert(values.end(), {0x1p-24f, -1023 * 0x1p-24f, 0x1p-14f, 65504.0f, -65504.0f});
-      break;
+    case DType::F16: values.insert(values.end(), {0x1p-24f, -1023 * 0x1p-24f, 0x1p-14f, 65504.0f, -65504.0f}); break;
     case DType::BF16:
-      values.insert(values.end(), {bf16_bits_to_float(0x0001), bf16_bits_to_float(0x807f),
-                                   bf16_bits_to_float(0x7f7f), 0x1p-126f});
+      values.insert(values.end(),
+                    {bf16_bits_to_float(0x0001), bf16_bits_to_float(0x807f), bf16_bits_to_float(0x7f7f), 0x1p-126f});
       break;
     case DType::F32:
     case DType::F64:
@@ -365,8 +363,8 @@ TEST(Writer, ReplacesAnExistingFileAndLeavesNoTemporaryFiles) {
   const SafetensorsFile file = SafetensorsFile::open(path);
   EXPECT_FALSE(file.contains("x"));
   EXPECT_EQ(file.to_float("y").data, std::vector<float>(4, 2.0f));
-  const auto entries = std::distance(std::filesystem::directory_iterator(scratch.path()),
-                                     std::filesystem::directory_iterator());
+  const auto entries =
+      std::distance(std::filesystem::directory_iterator(scratch.path()), std::filesystem::directory_iterator());
   EXPECT_EQ(entries, 1) << "a temporary file was left behind";
 }
 
@@ -394,8 +392,8 @@ TEST(Writer, RefusedInputLeavesTheExistingFileUntouched) {
   EXPECT_NE(std::string(error.what()).find("16 bytes) but 0 bytes"), std::string::npos) << error.what();
 
   EXPECT_EQ(file_bytes(path), before);
-  const auto entries = std::distance(std::filesystem::directory_iterator(scratch.path()),
-                                     std::filesystem::directory_iterator());
+  const auto entries =
+      std::distance(std::filesystem::directory_iterator(scratch.path()), std::filesystem::directory_iterator());
   EXPECT_EQ(entries, 1);
 }
 
@@ -489,7 +487,8 @@ std::vector<MalformedCase> malformed_cases() {
   return {
       {"empty_file", {}, {"file is 0 bytes", "shorter than the 8-byte header length"}},
       {"seven_bytes", std::vector<std::byte>(7), {"file is 7 bytes", "shorter than the 8-byte header length"}},
-      {"header_length_past_end", image("{" + valid_w + "}", 8, 4096),
+      {"header_length_past_end",
+       image("{" + valid_w + "}", 8, 4096),
        {"header length 4096", "runs past the end of the file"}},
       {"header_length_absurd", image("{}", 0, uint64_t{1} << 62), {"header length 4611686018427387904", "exceeds"}},
       {"header_length_all_ones", image("{}", 0, ~uint64_t{0}), {"exceeds the limit"}},
@@ -500,64 +499,92 @@ std::vector<MalformedCase> malformed_cases() {
       {"header_array", image("[1, 2]"), {"header is an array, not a JSON object"}},
       {"header_string", image("\"hello\""), {"header is a string, not a JSON object"}},
       {"duplicate_tensor", image("{" + valid_w + ", " + valid_w + "}", 8), {"repeats the key 'w'"}},
-      {"duplicate_field", image(R"({"w": {"dtype": "F32", "dtype": "F16", "shape": [2], "data_offsets": [0, 8]}})", 8),
+      {"duplicate_field",
+       image(R"({"w": {"dtype": "F32", "dtype": "F16", "shape": [2], "data_offsets": [0, 8]}})", 8),
        {"repeats the key 'dtype'"}},
       {"entry_not_object", image(R"({"w": [1]})"), {"tensor 'w'", "entry is an array, not an object"}},
-      {"missing_dtype", image(R"({"w": {"shape": [2], "data_offsets": [0, 8]}})", 8),
+      {"missing_dtype",
+       image(R"({"w": {"shape": [2], "data_offsets": [0, 8]}})", 8),
        {"tensor 'w'", "missing field 'dtype'"}},
-      {"missing_shape", image(R"({"w": {"dtype": "F32", "data_offsets": [0, 8]}})", 8),
+      {"missing_shape",
+       image(R"({"w": {"dtype": "F32", "data_offsets": [0, 8]}})", 8),
        {"tensor 'w'", "missing field 'shape'"}},
-      {"missing_data_offsets", image(R"({"w": {"dtype": "F32", "shape": [2]}})", 8),
+      {"missing_data_offsets",
+       image(R"({"w": {"dtype": "F32", "shape": [2]}})", 8),
        {"tensor 'w'", "missing field 'data_offsets'"}},
-      {"dtype_not_string", image("{" + entry("w", "4", "[2]", "[0, 8]") + "}", 8),
+      {"dtype_not_string",
+       image("{" + entry("w", "4", "[2]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'dtype' is an integer, not a string"}},
-      {"dtype_unknown", image("{" + entry("w", "\"I32\"", "[2]", "[0, 8]") + "}", 8),
+      {"dtype_unknown",
+       image("{" + entry("w", "\"I32\"", "[2]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "unknown dtype 'I32'"}},
-      {"dtype_lowercase", image("{" + entry("w", "\"f32\"", "[2]", "[0, 8]") + "}", 8),
+      {"dtype_lowercase",
+       image("{" + entry("w", "\"f32\"", "[2]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "unknown dtype 'f32'"}},
-      {"shape_not_array", image("{" + f32_entry("w", "2", "[0, 8]") + "}", 8),
+      {"shape_not_array",
+       image("{" + f32_entry("w", "2", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'shape' is an integer, not an array"}},
-      {"shape_negative", image("{" + f32_entry("w", "[-2]", "[0, 8]") + "}", 8),
+      {"shape_negative",
+       image("{" + f32_entry("w", "[-2]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'shape' has a negative dimension -2"}},
-      {"shape_fractional", image("{" + f32_entry("w", "[2.0]", "[0, 8]") + "}", 8),
+      {"shape_fractional",
+       image("{" + f32_entry("w", "[2.0]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'shape'", "a fractional number"}},
-      {"shape_string_dimension", image("{" + f32_entry("w", "[\"2\"]", "[0, 8]") + "}", 8),
+      {"shape_string_dimension",
+       image("{" + f32_entry("w", "[\"2\"]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'shape'", "a string"}},
-      {"shape_beyond_int64", image("{" + f32_entry("w", "[9223372036854775808]", "[0, 8]") + "}", 8),
+      {"shape_beyond_int64",
+       image("{" + f32_entry("w", "[9223372036854775808]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "field 'shape'", "not a non-negative int64"}},
-      {"shape_count_overflow", image("{" + f32_entry("w", "[4294967296, 4294967296, 0]", "[0, 0]") + "}"),
+      {"shape_count_overflow",
+       image("{" + f32_entry("w", "[4294967296, 4294967296, 0]", "[0, 0]") + "}"),
        {"tensor 'w'", "field 'shape' [4294967296, 4294967296, 0] has too many elements"}},
-      {"shape_bytes_overflow", image("{" + f32_entry("w", "[2305843009213693952]", "[0, 8]") + "}", 8),
+      {"shape_bytes_overflow",
+       image("{" + f32_entry("w", "[2305843009213693952]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "too many elements"}},
-      {"size_mismatch", image("{" + f32_entry("w", "[3]", "[0, 8]") + "}", 8),
+      {"size_mismatch",
+       image("{" + f32_entry("w", "[3]", "[0, 8]") + "}", 8),
        {"tensor 'w'", "shape [3] of F32 needs 12 bytes", "spans 8"}},
-      {"offsets_not_array", image("{" + f32_entry("w", "[2]", "8") + "}", 8),
+      {"offsets_not_array",
+       image("{" + f32_entry("w", "[2]", "8") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' must be [begin, end]"}},
-      {"offsets_three", image("{" + f32_entry("w", "[2]", "[0, 4, 8]") + "}", 8),
+      {"offsets_three",
+       image("{" + f32_entry("w", "[2]", "[0, 4, 8]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' must be [begin, end]"}},
-      {"offsets_negative", image("{" + f32_entry("w", "[2]", "[-8, 0]") + "}", 8),
+      {"offsets_negative",
+       image("{" + f32_entry("w", "[2]", "[-8, 0]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' must be [begin, end]"}},
-      {"offsets_fractional", image("{" + f32_entry("w", "[2]", "[0, 8.5]") + "}", 8),
+      {"offsets_fractional",
+       image("{" + f32_entry("w", "[2]", "[0, 8.5]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' must be [begin, end]"}},
-      {"offsets_beyond_int64", image("{" + f32_entry("w", "[2]", "[0, 18446744073709551615]") + "}", 8),
+      {"offsets_beyond_int64",
+       image("{" + f32_entry("w", "[2]", "[0, 18446744073709551615]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' must be [begin, end]"}},
-      {"offsets_reversed", image("{" + f32_entry("w", "[2]", "[8, 0]") + "}", 8),
+      {"offsets_reversed",
+       image("{" + f32_entry("w", "[2]", "[8, 0]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' [8, 0] ends before it begins"}},
-      {"offsets_past_end", image("{" + f32_entry("w", "[4]", "[0, 16]") + "}", 8),
+      {"offsets_past_end",
+       image("{" + f32_entry("w", "[4]", "[0, 16]") + "}", 8),
        {"tensor 'w'", "field 'data_offsets' [0, 16] runs past the end of the data section (8 bytes)"}},
-      {"data_truncated", image("{" + valid_w + "}", 4),
+      {"data_truncated",
+       image("{" + valid_w + "}", 4),
        {"tensor 'w'", "runs past the end of the data section (4 bytes)"}},
-      {"overlap", image("{" + f32_entry("a", "[2]", "[0, 8]") + ", " + f32_entry("b", "[2]", "[4, 12]") + "}", 12),
+      {"overlap",
+       image("{" + f32_entry("a", "[2]", "[0, 8]") + ", " + f32_entry("b", "[2]", "[4, 12]") + "}", 12),
        {"tensors 'a' and 'b' overlap"}},
-      {"alias", image("{" + f32_entry("a", "[2]", "[0, 8]") + ", " + f32_entry("b", "[2]", "[0, 8]") + "}", 8),
+      {"alias",
+       image("{" + f32_entry("a", "[2]", "[0, 8]") + ", " + f32_entry("b", "[2]", "[0, 8]") + "}", 8),
        {"tensors 'a' and 'b' overlap"}},
-      {"hole", image("{" + f32_entry("a", "[1]", "[0, 4]") + ", " + f32_entry("b", "[1]", "[8, 12]") + "}", 12),
+      {"hole",
+       image("{" + f32_entry("a", "[1]", "[0, 4]") + ", " + f32_entry("b", "[1]", "[8, 12]") + "}", 12),
        {"tensor 'b' begins at byte 8", "hole"}},
       {"trailing_bytes", image("{" + valid_w + "}", 12), {"4 bytes after the last tensor"}},
       {"metadata_not_object", image(R"({"__metadata__": "x"})"), {"__metadata__ is a string, not an object"}},
-      {"metadata_number_value", image(R"({"__metadata__": {"seed": 1}})"),
+      {"metadata_number_value",
+       image(R"({"__metadata__": {"seed": 1}})"),
        {"__metadata__ must map strings to strings", "'seed' is an integer"}},
-      {"metadata_nested", image(R"({"__metadata__": {"config": {"depth": 2}}})"),
+      {"metadata_nested",
+       image(R"({"__metadata__": {"config": {"depth": 2}}})"),
        {"__metadata__ must map strings to strings", "'config' is an object"}},
   };
 }

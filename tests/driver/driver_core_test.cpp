@@ -375,8 +375,8 @@ TEST(Recording, ApplyingARecordTwiceIsApplyingItOnce) {
   fs::create_directories(repository_dir);
   const std::string git = "git -C " + repository_dir.string() + " ";
   ASSERT_EQ(std::system((git + "init -q -b autoresearch/t && " + git + "config user.name t && " + git +
-                         "config user.email t@localhost && echo a > " + (repository_dir / "f").string() + " && " +
-                         git + "add f && " + git + "commit -q -m one && echo b > " + (repository_dir / "f").string() +
+                         "config user.email t@localhost && echo a > " + (repository_dir / "f").string() + " && " + git +
+                         "add f && " + git + "commit -q -m one && echo b > " + (repository_dir / "f").string() +
                          " && " + git + "commit -q -am two")
                             .c_str()),
             0);

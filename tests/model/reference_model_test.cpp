@@ -90,8 +90,7 @@ TEST(Weights, ExpectedShapesAreExactlyTheReferenceCheckpoints) {
 TEST(Weights, SinCosTableEqualsTheStoredOne) {
   for (const std::string name : {"dit_tiny_a", "dit_tiny_b"}) {
     const ModelConfig config = tiny_config(name);
-    const Tensor stored =
-        SafetensorsFile::open(test::data_path(name + ".weights.safetensors")).to_float("pos_embed");
+    const Tensor stored = SafetensorsFile::open(test::data_path(name + ".weights.safetensors")).to_float("pos_embed");
     const Tensor random = DitWeights::random(config, 1234).at("pos_embed");
     ASSERT_EQ(random.shape, stored.shape) << name;
     double worst = 0;
@@ -122,8 +121,7 @@ TEST(Weights, RandomWeightsAreSeededAndEveryLayerIsNonZero) {
   }
   // Different tensors of the same shape draw different values.
   EXPECT_NE(a.at("blocks.0.attn.proj.weight").data, a.at("blocks.1.attn.proj.weight").data);
-  expect_error([] { DitWeights::random(model_config("DiT-S/8", 256), 1, -1.0f); }, ErrorKind::invalid_argument,
-               "std");
+  expect_error([] { DitWeights::random(model_config("DiT-S/8", 256), 1, -1.0f); }, ErrorKind::invalid_argument, "std");
 }
 
 TEST(Backends, NamesParseAndDispatch) {
@@ -156,12 +154,21 @@ TEST(CpuModel, ForwardRejectsMalformedInputs) {
   auto model = make_model(Backend::cpu, config, DitWeights::random(config, 1));
   const std::vector<int64_t> t{10, 20}, y{1, 10};
   expect_error([&] { model->forward(Tensor({2, 4, 8, 4}), t, y); }, ErrorKind::invalid_argument, "[2, 4, 8, 4]");
-  expect_error([&] { model->forward(Tensor({2, 4, 8, 8}), t, std::vector<int64_t>{1}); },
-               ErrorKind::invalid_argument, "1 labels");
-  expect_error([&] { model->forward(Tensor({2, 4, 8, 8}), t, std::vector<int64_t>{1, 11}); },
-               ErrorKind::invalid_argument, "11");
-  expect_error([&] { model->forward_with_cfg(Tensor({3, 4, 8, 8}), {}, {}, 4.0f); }, ErrorKind::invalid_argument,
-               "even");
+  expect_error(
+      [&] {
+        model->forward(Tensor({2, 4, 8, 8}), t, std::vector<int64_t>{1});
+      },
+      ErrorKind::invalid_argument, "1 labels");
+  expect_error(
+      [&] {
+        model->forward(Tensor({2, 4, 8, 8}), t, std::vector<int64_t>{1, 11});
+      },
+      ErrorKind::invalid_argument, "11");
+  expect_error(
+      [&] {
+        model->forward_with_cfg(Tensor({3, 4, 8, 8}), {}, {}, 4.0f);
+      },
+      ErrorKind::invalid_argument, "even");
   EXPECT_EQ(model->forward(Tensor({2, 4, 8, 8}), t, y).shape, (std::vector<int64_t>{2, 8, 8, 8}));
 }
 
@@ -186,16 +193,35 @@ TEST_F(Sampling, RequestsAreValidated) {
     return r;
   };
   expect_error([&] { validate(with([](auto& r) { r.seeds = {1}; }), 10); }, ErrorKind::invalid_argument, "seed");
-  expect_error([&] { validate(with([](auto& r) { r.class_labels = {1, 10}; }), 10); }, ErrorKind::invalid_argument,
-               "10");
-  expect_error([&] { validate(with([](auto& r) { r.class_labels = {}; r.seeds = {}; }), 10); },
-               ErrorKind::invalid_argument, "class label");
+  expect_error(
+      [&] {
+        validate(with([](auto& r) { r.class_labels = {1, 10}; }), 10);
+      },
+      ErrorKind::invalid_argument, "10");
+  expect_error(
+      [&] {
+        validate(with([](auto& r) {
+                   r.class_labels = {};
+                   r.seeds = {};
+                 }),
+                 10);
+      },
+      ErrorKind::invalid_argument, "class label");
   expect_error([&] { validate(with([](auto& r) { r.steps = 0; }), 10); }, ErrorKind::invalid_argument, "steps");
   expect_error([&] { validate(with([](auto& r) { r.steps = 1001; }), 10); }, ErrorKind::invalid_argument, "steps");
   expect_error([&] { validate(with([](auto& r) { r.eta = 0.5f; }), 10); }, ErrorKind::invalid_argument, "ddim");
-  expect_error([&] { validate(with([](auto& r) { r.sampler = SamplerKind::ddim; r.eta = -1.0f; }), 10); },
-               ErrorKind::invalid_argument, "eta");
-  expect_error([&] { model->sample(with([](auto& r) { r.class_labels = {1, 10}; })); }, ErrorKind::invalid_argument,
+  expect_error(
+      [&] {
+        validate(with([](auto& r) {
+                   r.sampler = SamplerKind::ddim;
+                   r.eta = -1.0f;
+                 }),
+                 10);
+      },
+      ErrorKind::invalid_argument, "eta");
+  expect_error([&] { model->sample(with([](auto& r) {
+                       r.class_labels = {1, 10};
+                     })); }, ErrorKind::invalid_argument,
                "10");
 }
 
@@ -234,8 +260,7 @@ TEST_F(Sampling, DdimNoiseOnlyWithPositiveEta) {
   int requests = 0;
   const DiffusionSchedule schedule = make_schedule(6);
   run_sampler(*model, initial_latents(stochastic, config), batch_labels(stochastic, config), schedule,
-              SamplerKind::ddim, stochastic.cfg_scale, 1.0f,
-              [&](int iteration, Tensor& noise) {
+              SamplerKind::ddim, stochastic.cfg_scale, 1.0f, [&](int iteration, Tensor& noise) {
                 ++requests;
                 step_noise(stochastic, iteration, noise);
               });

@@ -66,8 +66,7 @@ TEST_P(TinyReference, LoadsWithItsConfiguration) {
     }
   }
   EXPECT_EQ(parameters, config.parameter_count());
-  EXPECT_EQ(weights.at("pos_embed").shape,
-            (std::vector<int64_t>{1, config.tokens(), config.hidden_size}));
+  EXPECT_EQ(weights.at("pos_embed").shape, (std::vector<int64_t>{1, config.tokens(), config.hidden_size}));
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceVectors, TinyReference, testing::Values("dit_tiny_a", "dit_tiny_b"));
@@ -126,8 +125,8 @@ TEST(WeightsLoad, AnUnexpectedTensorIsRefused) {
 TEST(WeightsLoad, ACheckpointOfAnotherConfigurationIsRefused) {
   const std::string path = tiny_path("dit_tiny_a");
   Error error = thrown_error([&] { DitWeights::load(path, tiny_config("dit_tiny_b")); });
-  expect_words(error, {path, "(31 problems)", "tensor 'blocks.0.attn.qkv.weight' has shape [192, 64], expected [432, 144]",
-                       "and 23 more"});
+  expect_words(error, {path, "(31 problems)",
+                       "tensor 'blocks.0.attn.qkv.weight' has shape [192, 64], expected [432, 144]", "and 23 more"});
 
   ModelConfig deeper = tiny_config("dit_tiny_a");
   deeper.depth = 3;

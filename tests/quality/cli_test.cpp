@@ -72,7 +72,8 @@ TEST_F(Cli, AMalformedCorpusLineExitsTwoNamingTheLine) {
 }
 
 TEST_F(Cli, AnUnknownModelOrSizeExitsTwoNamingTheLine) {
-  const std::string corpus = write("cases.jsonl",
+  const std::string corpus = write(
+      "cases.jsonl",
       "# one bad case\n"
       R"({"id": "x", "model": "DiT-XL/2", "image_size": 384, "class_label": 1, "seed": 1, "sampler": "ddim", "steps": 50, "cfg_scale": 4.0, "critical": false})"
       "\n");
@@ -104,9 +105,9 @@ TEST_F(Cli, CriticalCasesThatDisagreeWithTheCorpusExitTwo) {
 }
 
 TEST_F(Cli, AGateWithoutABaselineSkipsAndSaysHowToRecordOne) {
-  const Result result = run("gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
-                            " --set cpu --metric image_psnr --run-dir " + dir_ + "/run --baseline-dir " + dir_ +
-                            "/no-baseline");
+  const Result result =
+      run("gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+          " --set cpu --metric image_psnr --run-dir " + dir_ + "/run --baseline-dir " + dir_ + "/no-baseline");
   EXPECT_EQ(result.exit_code, 77) << result.output;
   EXPECT_NE(result.output.find("SKIP: no baseline recorded"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("dit-quality baseline"), std::string::npos) << result.output;
@@ -140,7 +141,8 @@ TEST_F(Cli, ABaselineIsNeverRecordedOverAnother) {
 TEST_F(Cli, TheRendererRejectsBadInputWithExitTwo) {
   Result result = render("render --no-such-option");
   EXPECT_EQ(result.exit_code, 2) << result.output;
-  const std::string corpus = write("cases.jsonl",
+  const std::string corpus = write(
+      "cases.jsonl",
       R"({"id": "x", "model": "DiT-XL/3", "image_size": 256, "class_label": 1, "seed": 1, "sampler": "ddim", "steps": 50, "cfg_scale": 4.0, "critical": false})"
       "\n");
   result = render("render --corpus " + corpus + " --contract " + real("contract.json") + " --out " + dir_ + "/out");

@@ -94,9 +94,12 @@ TEST(Contract, NamesEveryMalformation) {
       {[](json& c) { c["required_metrics"] = json::array(); }, "required_metrics is empty"},
       {[](json& c) { c["required_metrics"].push_back("ssim"); }, "required metric \"ssim\" has no rule"},
       {[](json& c) { c["required_metrics"].push_back("psnr"); }, "lists \"psnr\" twice"},
-      {[](json& c) { c["metrics"]["psnr"]["direction"] = "up"; }, "metrics.psnr.direction must be \"higher\" or \"lower\""},
-      {[](json& c) { c["metrics"]["psnr"]["allowed_regression"]["absolute"] = -1; }, "allowed_regression.absolute must be a finite number >= 0"},
-      {[](json& c) { c["metrics"]["psnr"]["allowed_regression"].erase("relative"); }, "metrics.psnr.allowed_regression must be"},
+      {[](json& c) { c["metrics"]["psnr"]["direction"] = "up"; },
+       "metrics.psnr.direction must be \"higher\" or \"lower\""},
+      {[](json& c) { c["metrics"]["psnr"]["allowed_regression"]["absolute"] = -1; },
+       "allowed_regression.absolute must be a finite number >= 0"},
+      {[](json& c) { c["metrics"]["psnr"]["allowed_regression"].erase("relative"); },
+       "metrics.psnr.allowed_regression must be"},
       {[](json& c) { c["metrics"]["psnr"]["floor"] = "high"; }, "metrics.psnr.floor must be a finite number or null"},
       {[](json& c) { c["metrics"]["psnr"]["flor"] = 3; }, "metrics.psnr: unknown field \"flor\""},
       {[](json& c) { c["critical_cases"]["cases.jsonl"] = "x"; }, "critical_cases.cases.jsonl must be an array"},
@@ -119,8 +122,8 @@ TEST(Contract, NamesEveryMalformation) {
 
 TEST(Contract, TheCommittedContractParsesAndCoversEveryComputedMetric) {
   const Contract contract = load_contract(DIT_QUALITY_SOURCE_DIR "/contract.json");
-  for (const char* metric : {"latent_relative_l2", "image_psnr", "image_ssim", "max_abs_pixel_error",
-                             "all_finite", "determinism"}) {
+  for (const char* metric :
+       {"latent_relative_l2", "image_psnr", "image_ssim", "max_abs_pixel_error", "all_finite", "determinism"}) {
     EXPECT_TRUE(contract.requires_metric(metric)) << metric;
     EXPECT_TRUE(contract.rule(metric).floor.has_value()) << metric;
   }

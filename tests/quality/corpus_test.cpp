@@ -33,8 +33,8 @@ std::string replaced(std::string line, const std::string& from, const std::strin
 }
 
 TEST(Corpus, ParsesCasesSkippingCommentsAndBlankLines) {
-  const Corpus corpus = parse_corpus("# header\n\n" + kGood + "\n" + replaced(kGood, "\"a\"", "\"b\"") + "\n",
-                                     "dir/cases_x.jsonl");
+  const Corpus corpus =
+      parse_corpus("# header\n\n" + kGood + "\n" + replaced(kGood, "\"a\"", "\"b\"") + "\n", "dir/cases_x.jsonl");
   ASSERT_EQ(corpus.cases.size(), 2u);
   EXPECT_EQ(corpus.name, "cases_x.jsonl");
   const Case& a = corpus.at("a");
@@ -63,13 +63,17 @@ TEST(Corpus, NamesTheLineOfEveryMalformedCase) {
       {"[1, 2]", "must be a JSON object"},
       {replaced(kGood, "\"id\": \"a\", ", ""), "missing field \"id\""},
       {replaced(kGood, "\"a\"", "\"a/b\""), "id \"a/b\""},
-      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"steps\": 10", "\"steps\": 0"), "\"steps\" must be an integer in [1, 1000]"},
-      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"steps\": 10", "\"steps\": \"10\""), "\"steps\" must be an integer"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"steps\": 10", "\"steps\": 0"),
+       "\"steps\" must be an integer in [1, 1000]"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"steps\": 10", "\"steps\": \"10\""),
+       "\"steps\" must be an integer"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "ddpm", "euler"), "sampler must be"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "4.0", "0.5"), "cfg_scale"},
-      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"critical\": true", "\"critical\": 1"), "\"critical\" must be true or false"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"critical\": true", "\"critical\": 1"),
+       "\"critical\" must be true or false"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "64", "60"), "multiple of 8"},
-      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"seed\": 5", "\"seed\": -5"), "\"seed\" must be a non-negative integer"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"seed\": 5", "\"seed\": -5"),
+       "\"seed\" must be a non-negative integer"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"tiny\"", "\"big\""), "vae must be"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "}", ", \"stpes\": 3}"), "unknown field \"stpes\""},
   };
@@ -85,9 +89,7 @@ TEST(Corpus, RejectsDuplicateIdsNamingBothLines) {
   EXPECT_NE(message.find("corpus.jsonl:2: id \"a\" already used on line 1"), std::string::npos) << message;
 }
 
-TEST(Corpus, RejectsAnEmptyCorpus) {
-  EXPECT_NE(error_of("# only a comment\n\n").find("no cases"), std::string::npos);
-}
+TEST(Corpus, RejectsAnEmptyCorpus) { EXPECT_NE(error_of("# only a comment\n\n").find("no cases"), std::string::npos); }
 
 TEST(Corpus, GpuCorpusSpansTheRequiredSettings) {
   const Corpus corpus = load_corpus(DIT_QUALITY_SOURCE_DIR "/cases.jsonl");

@@ -33,8 +33,8 @@ void ignore_attention_gate(DitWeights& weights, int block) {
   }
 }
 
-std::set<std::string> failing_gates(const Contract& contract, const std::string& case_id,
-                                    const RenderedCase& golden, const RenderedCase& candidate) {
+std::set<std::string> failing_gates(const Contract& contract, const std::string& case_id, const RenderedCase& golden,
+                                    const RenderedCase& candidate) {
   ScoreSet baseline, scores;
   score_outputs(case_id, golden.latent, golden.image, golden.latent, golden.image, true, baseline);
   score_outputs(case_id, candidate.latent, candidate.image, golden.latent, golden.image, true, scores);

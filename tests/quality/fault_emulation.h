@@ -24,7 +24,7 @@ void scale_attention_logits(DitWeights& weights, float factor);
 void ignore_attention_gate(DitWeights& weights, int block);
 // The required metrics of `contract` whose gate fails when `candidate` is judged against
 // `golden` for the single case `case_id` (classification exact; the baseline is the golden).
-std::set<std::string> failing_gates(const Contract& contract, const std::string& case_id,
-                                    const RenderedCase& golden, const RenderedCase& candidate);
+std::set<std::string> failing_gates(const Contract& contract, const std::string& case_id, const RenderedCase& golden,
+                                    const RenderedCase& candidate);
 
 }  // namespace dit::quality::test

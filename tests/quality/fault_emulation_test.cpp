@@ -74,7 +74,7 @@ TEST(FaultEdits, ChangeOnlyTheRowsTheyClaim) {
   EXPECT_EQ(block_count(scaled), 2);
   const Tensor& before = original.at("blocks.1.attn.qkv.weight");
   const Tensor& after = scaled.at("blocks.1.attn.qkv.weight");
-  EXPECT_FLOAT_EQ(after.data[5], 2 * before.data[5]);                 // a q row
+  EXPECT_FLOAT_EQ(after.data[5], 2 * before.data[5]);                  // a q row
   EXPECT_FLOAT_EQ(after.data[16 * 16 + 5], before.data[16 * 16 + 5]);  // a k row
   EXPECT_FLOAT_EQ(scaled.at("blocks.1.attn.qkv.bias").data[3], 2 * original.at("blocks.1.attn.qkv.bias").data[3]);
   DitWeights gated = original;

@@ -35,21 +35,22 @@ constexpr const char* kCorpus = R"(# three cases; c is critical
 // The committed contract's shape, with floors written here so the tests do not move with it.
 nlohmann::json test_contract() {
   auto rule = [](const char* direction, double floor) {
-    return nlohmann::json{{"direction", direction}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}},
-                          {"floor", floor}};
+    return nlohmann::json{
+        {"direction", direction}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}, {"floor", floor}};
   };
-  return {{"version", 1},
-          {"strict_zero_regression", false},
-          {"strict_classifications", {"quantization"}},
-          {"required_metrics", {kLatentRelativeL2, kImagePsnr, kImageSsim, kMaxAbsPixelError, kAllFinite, kDeterminism}},
-          {"metrics",
-           {{kLatentRelativeL2, rule("lower", 1e-5)},
-            {kImagePsnr, rule("higher", 60)},
-            {kImageSsim, rule("higher", 0.999)},
-            {kMaxAbsPixelError, rule("lower", 2)},
-            {kAllFinite, rule("higher", 1)},
-            {kDeterminism, rule("higher", 1)}}},
-          {"critical_cases", {{"cases_test.jsonl", {"c"}}}}};
+  return {
+      {"version", 1},
+      {"strict_zero_regression", false},
+      {"strict_classifications", {"quantization"}},
+      {"required_metrics", {kLatentRelativeL2, kImagePsnr, kImageSsim, kMaxAbsPixelError, kAllFinite, kDeterminism}},
+      {"metrics",
+       {{kLatentRelativeL2, rule("lower", 1e-5)},
+        {kImagePsnr, rule("higher", 60)},
+        {kImageSsim, rule("higher", 0.999)},
+        {kMaxAbsPixelError, rule("lower", 2)},
+        {kAllFinite, rule("higher", 1)},
+        {kDeterminism, rule("higher", 1)}}},
+      {"critical_cases", {{"cases_test.jsonl", {"c"}}}}};
 }
 
 const std::vector<Classification> kAllClassifications = {Classification::exact, Classification::numerical,
@@ -135,7 +136,8 @@ TEST_F(Gate, TheBaselineScoresItselfPerfectly) {
 TEST_F(Gate, AnIdenticalCandidatePassesEveryGateUnderEveryClassification) {
   const ScoreSet candidate = score_candidate(golden_);
   for (Classification classification : kAllClassifications) {
-    EXPECT_EQ(failing_metrics(candidate, classification), std::set<std::string>{}) << classification_name(classification);
+    EXPECT_EQ(failing_metrics(candidate, classification), std::set<std::string>{})
+        << classification_name(classification);
     const GateReport critical = gate_critical_case(
         GateInputs{contract_, corpus_.ids(), baseline_, candidate, classification}, "c", "quality.test.critical.c");
     EXPECT_TRUE(critical.passed) << critical.to_json().dump(2);
@@ -251,9 +253,9 @@ TEST_F(Gate, ANewCriticalFailureFailsItsGate) {
   Outputs other = golden_;
   for (float& v : other.at("a").latent.data) v += 0.01f;
   const ScoreSet other_scores = score_candidate(other);
-  EXPECT_TRUE(gate_critical_case(GateInputs{contract_, corpus_.ids(), baseline_, other_scores, Classification::exact},
-                                 "c", "g")
-                  .passed);
+  EXPECT_TRUE(
+      gate_critical_case(GateInputs{contract_, corpus_.ids(), baseline_, other_scores, Classification::exact}, "c", "g")
+          .passed);
   EXPECT_FALSE(gate_critical_case(inputs, "zz", "g").passed);
 }
 

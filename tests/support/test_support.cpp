@@ -84,11 +84,11 @@ static Comparison compare_impl(std::span<const float> out, std::span<const Ref> 
 Comparison compare(std::span<const float> out, std::span<const double> ref) { return compare_impl(out, ref); }
 Comparison compare(std::span<const float> out, std::span<const float> ref) { return compare_impl(out, ref); }
 
-std::string Comparison::describe(std::span<const float> out, std::span<const double> ref,
-                                 size_t first_mismatches, double abs_tolerance) const {
+std::string Comparison::describe(std::span<const float> out, std::span<const double> ref, size_t first_mismatches,
+                                 double abs_tolerance) const {
   std::ostringstream s;
-  s << "relative error " << relative_error << ", max abs error " << max_abs_error << " at index "
-    << worst_index << ", non-finite " << non_finite;
+  s << "relative error " << relative_error << ", max abs error " << max_abs_error << " at index " << worst_index
+    << ", non-finite " << non_finite;
   size_t shown = 0;
   for (size_t i = 0; i < std::min(out.size(), ref.size()) && shown < first_mismatches; ++i) {
     const double d = std::abs(static_cast<double>(out[i]) - ref[i]);

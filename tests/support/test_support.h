@@ -27,12 +27,12 @@ void poison(std::span<float> values);
 size_t count_poisoned(std::span<const float> values);
 
 struct Comparison {
-  double relative_error = 0;   // ||out - ref||_2 / ||ref||_2 (computed in float64)
+  double relative_error = 0;  // ||out - ref||_2 / ||ref||_2 (computed in float64)
   double max_abs_error = 0;
   size_t worst_index = 0;
-  size_t non_finite = 0;       // NaN or Inf in out
-  std::string describe(std::span<const float> out, std::span<const double> ref,
-                       size_t first_mismatches = 5, double abs_tolerance = 0) const;
+  size_t non_finite = 0;  // NaN or Inf in out
+  std::string describe(std::span<const float> out, std::span<const double> ref, size_t first_mismatches = 5,
+                       double abs_tolerance = 0) const;
 };
 Comparison compare(std::span<const float> out, std::span<const double> ref);
 Comparison compare(std::span<const float> out, std::span<const float> ref);

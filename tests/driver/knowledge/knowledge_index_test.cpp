@@ -79,8 +79,8 @@ TEST(KnowledgeQuery, EveryWordBecomesAQuotedPhrase) {
   EXPECT_EQ(query_phrases("head size 72"), (std::vector<std::string>{"\"head\"", "\"size\"", "\"72\""}));
   EXPECT_EQ(query_phrases("Mann-Whitney"), (std::vector<std::string>{"\"Mann Whitney\""}));
   EXPECT_EQ(query_phrases("\"head size\" AND NOT 72* ^pad title:attention NEAR(a b)"),
-            (std::vector<std::string>{"\"head\"", "\"size\"", "\"AND\"", "\"NOT\"", "\"72\"", "\"pad\"",
-                                      "\"title\"", "\"attention\"", "\"NEAR\"", "\"a\"", "\"b\""}));
+            (std::vector<std::string>{"\"head\"", "\"size\"", "\"AND\"", "\"NOT\"", "\"72\"", "\"pad\"", "\"title\"",
+                                      "\"attention\"", "\"NEAR\"", "\"a\"", "\"b\""}));
   EXPECT_EQ(query_phrases("--clock-control sm_86 mma.sync A/A"),
             (std::vector<std::string>{"\"clock control\"", "\"sm 86\"", "\"mma sync\"", "\"A A\""}));
   // Repeated words (in any case) are searched once.
@@ -124,13 +124,15 @@ TEST_F(HandbookSearch, KnownQueriesRankTheExpectedSectionFirst) {
   };
   const Case cases[] = {
       {"head size 72 padding", "03_single_gpu/03_head_size_72_and_padding.md", ""},
-      {"Mann-Whitney", "00_foundations/03_noise_and_statistics.md", "mann-whitney-u-in-numbers-calculated-exact-distribution-no-ties"},
+      {"Mann-Whitney", "00_foundations/03_noise_and_statistics.md",
+       "mann-whitney-u-in-numbers-calculated-exact-distribution-no-ties"},
       {"shared memory per block", "00_foundations/04_target_hardware_and_quality_contract.md",
        "memory-bandwidth-l2-shared-memory-per-sm-and-per-block-registers"},
       {"tensor rates dense sparse", "00_foundations/04_target_hardware_and_quality_contract.md",
        "compute-sms-clocks-tensor-rates-dense-and-sparse"},
       {"A/A noise floor", "00_foundations/03_noise_and_statistics.md", "the-aa-noise-floor"},
-      {"--clock-control none", "02_bottlenecks/05_nsight_a5500_profiling_workflow.md", "always-pass---clock-control-none"},
+      {"--clock-control none", "02_bottlenecks/05_nsight_a5500_profiling_workflow.md",
+       "always-pass---clock-control-none"},
       {"cuBLASLt epilogue GELU bias", "03_single_gpu/01_gemms_and_cublaslt_epilogues.md", ""},
       {"precompute adaLN modulations", "03_single_gpu/09_adaln_precompute.md", ""},
       {"NVLink classifier-free guidance parallelism", "05_multi_gpu/01_two_gpu_strategies_and_nvlink.md", ""},

@@ -96,7 +96,10 @@ TEST_F(SearchCommand, OperatorsQuotesAndFiltersAreSearchedAsPlainWords) {
       "'); DROP TABLE sections; --",      // SQL in the query text
       "head\tsize\n72",                   // other white space
       "Ünïcödé ✓ 72",                     // non-ASCII
-      "AND", "OR", "NOT", "NEAR",         // operators alone
+      "AND",
+      "OR",
+      "NOT",
+      "NEAR",  // operators alone
   };
   for (const std::string& query : queries) {
     Outcome outcome;
@@ -180,8 +183,8 @@ TEST_F(SearchCommand, CommandLineJoinsWordsAndHonoursLimitIndexAndJson) {
     GTEST_SKIP() << "the source tree is not a git checkout, so dit-ar cannot find its config";
   }
   const std::string index = (folder_.path() / "cli.sqlite").string();
-  Outcome found = run_command_line({"search", "--repo", kRepository.string(), "--json", "--index", index,
-                                    "--limit", "2", "shared", "memory", "per", "block"});
+  Outcome found = run_command_line({"search", "--repo", kRepository.string(), "--json", "--index", index, "--limit",
+                                    "2", "shared", "memory", "per", "block"});
   ASSERT_EQ(found.code, 0) << found.out << found.log;
   nlohmann::json report = nlohmann::json::parse(found.out);
   EXPECT_EQ(report.at("query"), "shared memory per block");
@@ -190,8 +193,8 @@ TEST_F(SearchCommand, CommandLineJoinsWordsAndHonoursLimitIndexAndJson) {
             "knowledge/handbook/00_foundations/04_target_hardware_and_quality_contract.md");
   EXPECT_TRUE(std::filesystem::exists(index));
 
-  Outcome missing = run_command_line({"search", "--repo", kRepository.string(), "--index", index,
-                                      "--", "--nothing-like-this-qqq"});
+  Outcome missing =
+      run_command_line({"search", "--repo", kRepository.string(), "--index", index, "--", "--nothing-like-this-qqq"});
   EXPECT_EQ(missing.code, kExitNoMatch) << missing.out;
 
   Outcome bad_limit = run_command_line({"search", "--repo", kRepository.string(), "--limit", "0", "gemm"});

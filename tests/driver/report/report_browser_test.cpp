@@ -68,10 +68,12 @@ bool run_chromium(const fs::path& chromium, const fs::path& work, const std::str
   static int runs = 0;
   fs::path profile = work / ("profile-" + std::to_string(runs++));
   fs::create_directories(profile);
-  std::string command = "cd " + quoted(work) + " && timeout " + std::to_string(kBrowserTimeoutSeconds) + " " + quoted(chromium) +
+  std::string command = "cd " + quoted(work) + " && timeout " + std::to_string(kBrowserTimeoutSeconds) + " " +
+                        quoted(chromium) +
                         " --headless --no-sandbox --disable-gpu --disable-background-networking --no-first-run"
-                        " --user-data-dir=" + quoted(profile) + " --window-size=" + kWindowSize + " " + mode +
-                        " 'file://" + page.string() + "' > " + quoted(stdout_file) + " 2> " + quoted(work / "chromium.log");
+                        " --user-data-dir=" +
+                        quoted(profile) + " --window-size=" + kWindowSize + " " + mode + " 'file://" + page.string() +
+                        "' > " + quoted(stdout_file) + " 2> " + quoted(work / "chromium.log");
   int status = run_command(command);
   if (status != 0) {
     std::cout << "chromium exited with " << status << "; its log:\n" << read_file(work / "chromium.log") << "\n";
@@ -120,8 +122,8 @@ struct Expected {
 };
 
 // The page of `repository`'s state in the browser: DOM counts and a screenshot that is not blank.
-void check_in_browser(const fs::path& chromium, const fs::path& dit_ar, const fs::path& repository, const fs::path& work,
-                      const Expected& expected) {
+void check_in_browser(const fs::path& chromium, const fs::path& dit_ar, const fs::path& repository,
+                      const fs::path& work, const Expected& expected) {
   fs::path page = work / "report.html";
   int status = run_command(quoted(dit_ar) + " report --repo " + quoted(repository) + " --out " + quoted(page) + " > " +
                            quoted(work / "report.log") + " 2>&1");
@@ -130,21 +132,25 @@ void check_in_browser(const fs::path& chromium, const fs::path& dit_ar, const fs
   if (status != 0) return;
   const std::string html = read_file(page);
   check(count(html, "<script") == 0, "the page has no scripts");
-  check(!std::regex_search(html, std::regex(R"((src|href)="(https?:|//|file:))")), "the page loads nothing from outside");
+  check(!std::regex_search(html, std::regex(R"((src|href)="(https?:|//|file:))")),
+        "the page loads nothing from outside");
 
   fs::path dom_file = work / "dom.html";
   check(run_chromium(chromium, work, "--dump-dom", page, dom_file), "chromium dumps the DOM");
   const std::string dom = read_file(dom_file);
   std::size_t points = count(dom, "class=\"point ");
-  check(points == expected.rows, "chart points " + std::to_string(points) + " == results.tsv rows " + std::to_string(expected.rows));
+  check(points == expected.rows,
+        "chart points " + std::to_string(points) + " == results.tsv rows " + std::to_string(expected.rows));
   std::size_t table_rows = count(dom, "<tr class=\"result-row ");
-  check(table_rows == expected.rows, "table rows " + std::to_string(table_rows) + " == results.tsv rows " + std::to_string(expected.rows));
+  check(table_rows == expected.rows,
+        "table rows " + std::to_string(table_rows) + " == results.tsv rows " + std::to_string(expected.rows));
   check(count(dom, "<polyline class=\"running-best\"") == (expected.rows ? 1u : 0u), "the running best is drawn once");
   check(count(dom, "class=\"baseline-line\"") == (expected.rows ? 1u : 0u), "the baseline is marked");
 
   std::size_t figures = count(dom, "<figure class=\"case\"");
   std::size_t images = count(dom, "<img class=\"case-image ");
-  check(figures == expected.cases, "gallery cases " + std::to_string(figures) + " == " + std::to_string(expected.cases));
+  check(figures == expected.cases,
+        "gallery cases " + std::to_string(figures) + " == " + std::to_string(expected.cases));
   check(images == 3 * expected.cases, "gallery images " + std::to_string(images) + " == 3 per case");
   std::size_t start = dom.find("<figure class=\"case\"");
   bool three_each = true;
@@ -165,8 +171,9 @@ void check_in_browser(const fs::path& chromium, const fs::path& dit_ar, const fs
   check(run_chromium(chromium, work, "--screenshot=" + screenshot.string(), page, work / "screenshot.log"),
         "chromium takes a screenshot");
   if (auto statistics = screenshot_statistics(screenshot)) {
-    check(statistics->width == 1280 && statistics->height == 2000,
-          "screenshot is 1280x2000 (got " + std::to_string(statistics->width) + "x" + std::to_string(statistics->height) + ")");
+    check(statistics->width == 1280 && statistics->height == 2000, "screenshot is 1280x2000 (got " +
+                                                                       std::to_string(statistics->width) + "x" +
+                                                                       std::to_string(statistics->height) + ")");
     check(statistics->distinct_colours >= kMinimumDistinctColours,
           "screenshot has " + std::to_string(statistics->distinct_colours) + " distinct colours (at least " +
               std::to_string(kMinimumDistinctColours) + ")");
@@ -211,11 +218,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string option = argv[i];
     bool has_value = i + 1 < argc;
-    if (option == "--keep-work") keep_work = true;
-    else if (option == "--dit-ar" && has_value) dit_ar = argv[++i];
-    else if (option == "--driver-fixture" && has_value) driver_fixture = argv[++i];
-    else if (option == "--e2e-repo" && has_value) e2e_repo = argv[++i];
-    else return usage();
+    if (option == "--keep-work")
+      keep_work = true;
+    else if (option == "--dit-ar" && has_value)
+      dit_ar = argv[++i];
+    else if (option == "--driver-fixture" && has_value)
+      driver_fixture = argv[++i];
+    else if (option == "--e2e-repo" && has_value)
+      e2e_repo = argv[++i];
+    else
+      return usage();
   }
   if (dit_ar.empty() || driver_fixture.empty()) return usage();
   auto chromium = find_chromium();
@@ -240,8 +252,9 @@ int main(int argc, char** argv) {
     if (e2e_repo.empty()) {
       std::cout << "fixture state directory in " << work << "\n";
       FixtureFacts facts = write_fixture_project(work / "repo", driver_fixture);
-      check_in_browser(*chromium, dit_ar, facts.repository, work,
-                       {static_cast<std::size_t>(facts.rows), facts.cases.size(), static_cast<std::size_t>(facts.benchmark_rows)});
+      check_in_browser(
+          *chromium, dit_ar, facts.repository, work,
+          {static_cast<std::size_t>(facts.rows), facts.cases.size(), static_cast<std::size_t>(facts.benchmark_rows)});
       check_fixture_content(work);
     } else {
       std::string results = read_file(e2e_repo / ".autoresearch" / "results.tsv");

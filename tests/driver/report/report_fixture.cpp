@@ -50,10 +50,18 @@ std::string commit_id(std::size_t index) {
   return text.str().substr(0, 40);
 }
 
-nlohmann::json iteration(const std::string& name, double real_time, const std::string& unit, int index, int repetitions) {
-  return {{"name", name},         {"run_name", name},          {"run_type", "iteration"}, {"repetitions", repetitions},
-          {"repetition_index", index}, {"threads", 1},         {"iterations", 100},       {"real_time", real_time},
-          {"cpu_time", real_time},    {"time_unit", unit}};
+nlohmann::json iteration(const std::string& name, double real_time, const std::string& unit, int index,
+                         int repetitions) {
+  return {{"name", name},
+          {"run_name", name},
+          {"run_type", "iteration"},
+          {"repetitions", repetitions},
+          {"repetition_index", index},
+          {"threads", 1},
+          {"iterations", 100},
+          {"real_time", real_time},
+          {"cpu_time", real_time},
+          {"time_unit", unit}};
 }
 
 nlohmann::json aggregate(const std::string& name, const std::string& kind, double real_time) {
@@ -124,7 +132,9 @@ int run_command(const std::string& command_line) {
 
 std::string read_file(const fs::path& path) { return read_text_file(path); }
 
-void write_empty_project(const fs::path& root, const fs::path& driver_fixture) { write_project_files(root, driver_fixture); }
+void write_empty_project(const fs::path& root, const fs::path& driver_fixture) {
+  write_project_files(root, driver_fixture);
+}
 
 FixtureFacts write_fixture_project(const fs::path& root, const fs::path& driver_fixture) {
   write_project_files(root, driver_fixture);
@@ -164,8 +174,12 @@ FixtureFacts write_fixture_project(const fs::path& root, const fs::path& driver_
     write_json_atomic(run_dir / "run.json", record.to_json());
     state.append_result(record.tsv_row());
     if (row.status == Status::keep) {
-      state.store_best({{"commit", record.commit}, {"lane", record.lane}, {"objective", record.objective_name},
-                        {"unit", record.unit},     {"value", *record.candidate_value}, {"run_dir", record.run_dir},
+      state.store_best({{"commit", record.commit},
+                        {"lane", record.lane},
+                        {"objective", record.objective_name},
+                        {"unit", record.unit},
+                        {"value", *record.candidate_value},
+                        {"run_dir", record.run_dir},
                         {"timestamp", record.timestamp}});
     }
     if (row.candidate) facts.measured_rows++;

@@ -89,7 +89,8 @@ TEST(ReportResults, MalformedLinesAreNamed) {
   TemporaryFolder folder;
   std::string short_row = "2026\tabc\tKEEP\n";
   std::string message = error_of(write_tsv(folder.path(), kHeader + row("KEEP", "1") + short_row));
-  EXPECT_NE(message.find("results.tsv line 3: 3 tab-separated fields, but the header has 16"), std::string::npos) << message;
+  EXPECT_NE(message.find("results.tsv line 3: 3 tab-separated fields, but the header has 16"), std::string::npos)
+      << message;
 
   message = error_of(write_tsv(folder.path(), kHeader + row("KEPT", "1")));
   EXPECT_NE(message.find("line 2: status 'KEPT'"), std::string::npos) << message;
@@ -158,7 +159,9 @@ TEST(ReportImages, Base64MatchesRfc4648) {
   EXPECT_EQ(base64_encode(std::string("\xff\x00\x10", 3)), "/wAQ");
 }
 
-TEST(ReportHtml, EscapesMarkup) { EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"); }
+TEST(ReportHtml, EscapesMarkup) {
+  EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
 
 TEST(ReportCommand, EmptySessionSaysSoInEverySection) {
   TemporaryFolder folder;
@@ -184,11 +187,12 @@ TEST(ReportCommand, MalformedResultsExitTwoNamingTheLine) {
     results << "2026-11-29T20:00:00Z\tfeed\tKEEP\n";
   }
   fs::path log = folder.path() / "log";
-  int status = run_command(std::string("'") + DIT_AR_PROGRAM + "' report --repo '" + facts.repository.string() + "' --out '" +
-                           (folder.path() / "r.html").string() + "' > '" + log.string() + "' 2>&1");
+  int status = run_command(std::string("'") + DIT_AR_PROGRAM + "' report --repo '" + facts.repository.string() +
+                           "' --out '" + (folder.path() / "r.html").string() + "' > '" + log.string() + "' 2>&1");
   std::string output = read_file(log);
   EXPECT_EQ(status, 2) << output;
-  EXPECT_NE(output.find("results.tsv line " + std::to_string(facts.rows + 2) + ": 3 tab-separated fields"), std::string::npos)
+  EXPECT_NE(output.find("results.tsv line " + std::to_string(facts.rows + 2) + ": 3 tab-separated fields"),
+            std::string::npos)
       << output;
   EXPECT_FALSE(fs::exists(folder.path() / "r.html"));
 }

@@ -20,7 +20,8 @@ ProcessResult run_dit_sample(const std::string& arguments) { return test::run_pr
 
 class DitSampleImages : public testing::Test {
  protected:
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("dit_sample_images_" + std::to_string(getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dit_sample_images_" + std::to_string(getpid()));
   void SetUp() override { std::filesystem::create_directories(dir); }
   void TearDown() override { std::filesystem::remove_all(dir); }
   std::string tiny_model() const { return "--weights " + test::data_path("dit_tiny_a.weights.safetensors"); }
@@ -32,15 +33,18 @@ TEST_F(DitSampleImages, WritesThePipelinesImagesFromAVaeCheckpoint) {
   std::map<std::string, Tensor> stored;
   for (const auto& [name, tensor] : c.vae_weights.tensors) {
     Tensor t = tensor;
-    if (name.find("attentions.0.to_") != std::string::npos && t.shape.size() == 2) t.shape = {t.shape[0], t.shape[1], 1, 1};
+    if (name.find("attentions.0.to_") != std::string::npos && t.shape.size() == 2)
+      t.shape = {t.shape[0], t.shape[1], 1, 1};
     stored.emplace(vae::ldm_name(name, c.vae_config), std::move(t));
   }
   const std::string vae_path = (dir / "vae.safetensors").string();
   write_safetensors(vae_path, stored);
 
   const std::string out = (dir / "out").string();
-  const ProcessResult run = run_dit_sample(tiny_model() + " --class 3 --class 7 --seed 1 --steps 6 --cfg-scale 4 "
-                                           "--sampler ddpm --vae tiny --vae-weights " + vae_path + " --out " + out);
+  const ProcessResult run = run_dit_sample(tiny_model() +
+                                           " --class 3 --class 7 --seed 1 --steps 6 --cfg-scale 4 "
+                                           "--sampler ddpm --vae tiny --vae-weights " +
+                                           vae_path + " --out " + out);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("decoding 2 image(s)"), std::string::npos) << run.output;
 

@@ -30,8 +30,10 @@ class DitSample : public testing::Test {
 
 TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
   const std::string weights = test::data_path("dit_tiny_a.weights.safetensors");
-  const ProcessResult run = run_dit_sample("--weights " + weights + " --class 3 --class 7 --seed 40 --steps 6 --cfg-scale 3 "
-                                 "--sampler ddpm --vae none --out " + out_dir.string());
+  const ProcessResult run = run_dit_sample("--weights " + weights +
+                                           " --class 3 --class 7 --seed 40 --steps 6 --cfg-scale 3 "
+                                           "--sampler ddpm --vae none --out " +
+                                           out_dir.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("step 6/6"), std::string::npos) << run.output;
 
@@ -46,15 +48,17 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
   // The config comes from the checkpoint's metadata; the latents are the library's, bit for bit.
   const ModelConfig config = model_config_from_json(SafetensorsFile::open(weights).metadata().at("config"));
   auto model = make_model(Backend::cpu, config, DitWeights::load(weights, config));
-  const Tensor expected = model->sample(
-      SampleRequest{.class_labels = {3, 7}, .seeds = {40, 41}, .steps = 6, .cfg_scale = 3.0f});
+  const Tensor expected =
+      model->sample(SampleRequest{.class_labels = {3, 7}, .seeds = {40, 41}, .steps = 6, .cfg_scale = 3.0f});
   EXPECT_EQ(latents.shape, expected.shape);
   EXPECT_EQ(latents.data, expected.data);
 }
 
 TEST_F(DitSample, RandomWeightsOfANamedModel) {
-  const ProcessResult run = run_dit_sample("--model DiT-S/8 --random-weights --class 1 --seed 2 --seed 3 --class 2 --steps 1 "
-                                 "--sampler ddim --vae none --out " + out_dir.string());
+  const ProcessResult run = run_dit_sample(
+      "--model DiT-S/8 --random-weights --class 1 --seed 2 --seed 3 --class 2 --steps 1 "
+      "--sampler ddim --vae none --out " +
+      out_dir.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const Tensor latents = SafetensorsFile::open((out_dir / "latents.safetensors").string()).to_float("latents");
   EXPECT_EQ(latents.shape, (std::vector<int64_t>{2, 4, 32, 32}));

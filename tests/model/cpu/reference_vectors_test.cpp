@@ -56,8 +56,7 @@ TEST_P(ReferenceVectors, GuidedForwardMatches) {
   Fixture f = load(GetParam());
   const Tensor x = f.vectors.to_float("cfg.x");
   const float scale = static_cast<float>(f.vectors.to_double("cfg.scale").at(0));
-  const Tensor out =
-      f.model->forward_with_cfg(x, f.vectors.to_int64("cfg.t"), f.vectors.to_int64("cfg.y"), scale);
+  const Tensor out = f.model->forward_with_cfg(x, f.vectors.to_int64("cfg.t"), f.vectors.to_int64("cfg.y"), scale);
   const std::vector<double> expected = f.vectors.to_double("cfg.out");
   ASSERT_EQ(out.shape, f.vectors.at("cfg.out").shape);
   const test::Comparison c = test::compare(out.data, expected);

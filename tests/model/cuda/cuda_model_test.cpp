@@ -22,13 +22,13 @@
 namespace dit {
 namespace {
 
-constexpr double kVectorBound = 1e-5;       // fp32 path against the float64 oracle
-constexpr double kTrajectoryBound = 1e-4;   // float32 error compounding over 10 steps
-constexpr double kXlFp32Bound = 1e-4;       // CUDA fp32 against the CPU reference, DiT-XL/2
-constexpr double kXlTf32Bound = 5e-3;       // 10-bit mantissas in every GEMM, as fp16
+constexpr double kVectorBound = 1e-5;      // fp32 path against the float64 oracle
+constexpr double kTrajectoryBound = 1e-4;  // float32 error compounding over 10 steps
+constexpr double kXlFp32Bound = 1e-4;      // CUDA fp32 against the CPU reference, DiT-XL/2
+constexpr double kXlTf32Bound = 5e-3;      // 10-bit mantissas in every GEMM, as fp16
 constexpr double kXlFp16Bound = 5e-3;
 constexpr double kXlBf16Bound = 2e-2;
-constexpr double kLoopBound = 1e-4;         // GPU loop against the CPU host loop, 10 steps
+constexpr double kLoopBound = 1e-4;  // GPU loop against the CPU host loop, 10 steps
 // GPU loop against the host loop over the same GPU model: they differ only in the batching of
 // the adaLN GEMM (a chunk of steps at once against one step), i.e. in float32 rounding
 constexpr double kSameModelLoopBound = 3e-5;
@@ -67,8 +67,8 @@ class CudaReferenceVectors : public testing::TestWithParam<std::string> {};
 TEST_P(CudaReferenceVectors, forward_matches) {
   const TinyFixture f = load_tiny(GetParam());
   const auto model = make_model(Backend::cuda, f.config, f.weights, Precision::fp32);
-  const Tensor out = model->forward(f.vectors.to_float("forward.x"), f.vectors.to_int64("forward.t"),
-                                    f.vectors.to_int64("forward.y"));
+  const Tensor out =
+      model->forward(f.vectors.to_float("forward.x"), f.vectors.to_int64("forward.t"), f.vectors.to_int64("forward.y"));
   ASSERT_EQ(out.shape, f.vectors.at("forward.out").shape);
   expect_close(GetParam() + "/forward.out", out, f.vectors.to_double("forward.out"), kVectorBound);
 }
@@ -95,12 +95,13 @@ TEST_P(CudaReferenceVectors, trajectories_match) {
   const size_t step_size = static_cast<size_t>(x_T.numel());
   const DiffusionSchedule schedule = make_schedule(10);
   const std::pair<SamplerKind, const char*> runs[] = {{SamplerKind::ddpm, "ddpm.trajectory"},
-                                                       {SamplerKind::ddim, "ddim.trajectory"}};
+                                                      {SamplerKind::ddim, "ddim.trajectory"}};
   for (const auto& [kind, name] : runs) {
     const std::vector<double> trajectory = f.vectors.to_double(name);
-    const Tensor result = run_sampler(*model, x_T, labels, schedule, kind, scale, 0.0f, [&](int iteration, Tensor& out) {
-      for (size_t i = 0; i < step_size; ++i) out.data[i] = static_cast<float>(noise[iteration * step_size + i]);
-    });
+    const Tensor result =
+        run_sampler(*model, x_T, labels, schedule, kind, scale, 0.0f, [&](int iteration, Tensor& out) {
+          for (size_t i = 0; i < step_size; ++i) out.data[i] = static_cast<float>(noise[iteration * step_size + i]);
+        });
     const std::vector<double> last(trajectory.end() - static_cast<std::ptrdiff_t>(step_size), trajectory.end());
     expect_close(GetParam() + "/" + name, result, last, kTrajectoryBound);
   }
@@ -151,16 +152,17 @@ TEST_P(CudaSampling, gpu_loop_matches_host_loops) {
   expect_close("sampling/" + k.name() + "/gpu_loop_vs_cpu_model", gpu, as_double(host_loop_cpu), kLoopBound);
   // the same CUDA forward under the host loop: isolates the loop (noise, guidance, update)
   const Tensor host_loop_gpu = cuda_model->DitModel::sample(request);
-  expect_close("sampling/" + k.name() + "/gpu_loop_vs_host_loop", gpu, as_double(host_loop_gpu),
-               kSameModelLoopBound);
+  expect_close("sampling/" + k.name() + "/gpu_loop_vs_host_loop", gpu, as_double(host_loop_gpu), kSameModelLoopBound);
 
   const Tensor again = cuda_model->sample(request);
   EXPECT_TRUE(same_bytes(gpu, again)) << "two GPU samplings of the same request differ";
 }
 
 INSTANTIATE_TEST_SUITE_P(loop, CudaSampling,
-                         testing::Values(LoopCase{SamplerKind::ddpm, 4.0f, 0.0f}, LoopCase{SamplerKind::ddpm, 1.0f, 0.0f},
-                                         LoopCase{SamplerKind::ddim, 4.0f, 0.0f}, LoopCase{SamplerKind::ddim, 1.5f, 0.5f}),
+                         testing::Values(LoopCase{SamplerKind::ddpm, 4.0f, 0.0f},
+                                         LoopCase{SamplerKind::ddpm, 1.0f, 0.0f},
+                                         LoopCase{SamplerKind::ddim, 4.0f, 0.0f},
+                                         LoopCase{SamplerKind::ddim, 1.5f, 0.5f}),
                          [](const auto& info) { return info.param.name(); });
 
 TEST(CudaSamplingBatch, an_image_does_not_depend_on_its_batch) {

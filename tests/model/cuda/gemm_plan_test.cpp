@@ -96,7 +96,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "plan.choices[1].epilogue: 'relu' is not an allowed value"},
         Malformed{"candidate", "\"candidate\": 6", "\"candidate\": -1", "plan.choices[1].candidate: -1 is outside"},
         Malformed{"missing", "\"K\": 1152,", "", "plan.choices[0].K: missing"},
-        Malformed{"algo_value", "\"split_k\": 1", "\"split_k\": \"one\"", "plan.choices[0].algo.split_k: must be an integer"},
+        Malformed{"algo_value", "\"split_k\": 1", "\"split_k\": \"one\"",
+                  "plan.choices[0].algo.split_k: must be an integer"},
         Malformed{"time", "\"us\": 239.3", "\"us\": -1", "plan.choices[0].us: must be a non-negative number"}),
     [](const auto& info) { return info.param.name; });
 
@@ -166,7 +167,8 @@ TEST(GemmPlan, a_failed_write_leaves_the_old_file) {
   const test::ScratchDirectory scratch;
   const std::string path = scratch.file("plan.json");
   write_text(path, "old");
-  const Error error = thrown_error([&] { write_gemm_plan(sample_plan(device_a()), scratch.file("no/such/plan.json")); });
+  const Error error =
+      thrown_error([&] { write_gemm_plan(sample_plan(device_a()), scratch.file("no/such/plan.json")); });
   EXPECT_EQ(error.kind(), ErrorKind::io);
   std::ifstream file(path);
   std::string text((std::istreambuf_iterator<char>(file)), {});

@@ -69,8 +69,8 @@ TEST(VaeCuda, IdenticalBitsAcrossCallsShapesAndDecoders) {
     auto decoder = make_vae_decoder(Backend::cuda, config, weights, precision);
     const Tensor a = decoder->decode(z);
     const Tensor single = decoder->decode(first_image);  // a new plan for a new shape
-    const Tensor b = decoder->decode(z);         // the first plan again: eager, then captured
-    const Tensor replayed = decoder->decode(z);  // the captured graph (EngineOptions::cuda_graphs by default)
+    const Tensor b = decoder->decode(z);                 // the first plan again: eager, then captured
+    const Tensor replayed = decoder->decode(z);          // the captured graph (EngineOptions::cuda_graphs by default)
     Tensor other = z;
     other.data = test::random_normal(other.data.size(), 7);
     const Tensor replayed_other = decoder->decode(other);  // the graph reads the new latents
