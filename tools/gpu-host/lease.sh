@@ -41,7 +41,6 @@ pack() {
   [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
   [ -d "$work/logs" ] && tar -czf "$out/logs.tgz" -C "$work" logs
-  [ -d "$work/hashes" ] && tar -czf "$out/hashes.tgz" -C "$work" hashes
 }
 
 case "${1:-}" in
@@ -211,7 +210,7 @@ stage_session() {
 
 stage_hashes() {
   [ -n "$hashes_against" ] || { echo "no --hashes-against"; return 2; }
-  local h=$work/hashes status=0 rev before
+  local h=$work/logs/hashes status=0 rev before
   rm -rf "$h" "$work/before" "$work/hash-runs"
   git worktree prune
   mkdir -p "$h"
