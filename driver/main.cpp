@@ -33,6 +33,19 @@ int main(int argc, char** argv) {
   add_index_command(app, options);
   add_report_command(app, options);
 
+  // A first word that names no command is an unknown command, not a missing one.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || command->check_name(argv[1]);
+      names += (names.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known) {
+      std::cerr << "dit-ar: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
+      return kExitSetupError;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& result) {

@@ -82,6 +82,11 @@ git_ config user.name "dit-ar e2e"
 git_ config user.email "e2e@localhost"
 commit_change "fixture project"
 
+step "an unknown command is named, exit 2"
+ar bogus bogus
+expect_rc 2
+expect_text "dit-ar: unknown command 'bogus' (commands: doctor, init,"
+
 step "init refuses a branch that is not autoresearch/<tag>"
 ar init-main init
 expect_rc 2
