@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "tests/driver/knowledge/temporary_folder.h"
+#include "tests/support/scratch_directory.h"
 
 namespace dit::ar {
 namespace {
@@ -95,7 +95,7 @@ TEST(KnowledgeQuery, Fts5StringDoublesEmbeddedQuotes) {
 class HandbookSearch : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    folder_ = new test::TemporaryFolder("knowledge-ranking");
+    folder_ = new test::ScratchDirectory();
     index_ = new KnowledgeIndex(kHandbook, folder_->path() / "state" / "knowledge.sqlite");
     IndexStatus status = index_->refresh();
     ASSERT_TRUE(status.rebuilt);
@@ -110,10 +110,10 @@ class HandbookSearch : public ::testing::Test {
     EXPECT_FALSE(hits.empty()) << query;
     return hits.empty() ? SearchHit{} : hits.front();
   }
-  static test::TemporaryFolder* folder_;
+  static test::ScratchDirectory* folder_;
   static KnowledgeIndex* index_;
 };
-test::TemporaryFolder* HandbookSearch::folder_ = nullptr;
+test::ScratchDirectory* HandbookSearch::folder_ = nullptr;
 KnowledgeIndex* HandbookSearch::index_ = nullptr;
 
 TEST_F(HandbookSearch, KnownQueriesRankTheExpectedSectionFirst) {
@@ -189,7 +189,7 @@ void write_file(const std::filesystem::path& path, const std::string& content) {
 }
 
 TEST(KnowledgeReindex, ChangedAddedAndRemovedChaptersAreReindexed) {
-  test::TemporaryFolder folder("knowledge-reindex");
+  test::ScratchDirectory folder;
   std::filesystem::path handbook = folder.path() / "handbook";
   std::filesystem::copy(kHandbook, handbook, std::filesystem::copy_options::recursive);
   std::filesystem::path index_path = folder.path() / "index.sqlite";
@@ -251,7 +251,7 @@ TEST(KnowledgeReindex, ChangedAddedAndRemovedChaptersAreReindexed) {
 }
 
 TEST(KnowledgeReindex, FolderReadmesAreNotChapters) {
-  test::TemporaryFolder folder("knowledge-readme");
+  test::ScratchDirectory folder;
   write_file(folder.path() / "README.md", "# Handbook index\nkestrel\n");
   write_file(folder.path() / "01_one.md", "# One\nosprey\n");
   KnowledgeIndex index(folder.path(), folder.path() / "index.sqlite");
@@ -262,7 +262,7 @@ TEST(KnowledgeReindex, FolderReadmesAreNotChapters) {
 }
 
 TEST(KnowledgeSetup, MissingOrEmptyHandbookIsAnIoError) {
-  test::TemporaryFolder folder("knowledge-missing");
+  test::ScratchDirectory folder;
   KnowledgeIndex missing(folder.path() / "nope", folder.path() / "index.sqlite");
   try {
     missing.refresh();
@@ -277,7 +277,7 @@ TEST(KnowledgeSetup, MissingOrEmptyHandbookIsAnIoError) {
 }
 
 TEST(KnowledgeSetup, AFileThatIsNotAnIndexIsRefusedNotOverwritten) {
-  test::TemporaryFolder folder("knowledge-notadb");
+  test::ScratchDirectory folder;
   std::filesystem::path bogus = folder.path() / "notes.txt";
   const std::string content(4096, 'x');
   write_file(bogus, content);

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "driver/subcommands.h"
-#include "tests/driver/knowledge/temporary_folder.h"
+#include "tests/support/scratch_directory.h"
 
 namespace dit::ar {
 namespace {
@@ -29,8 +29,6 @@ struct Outcome {
 
 class SearchCommand : public ::testing::Test {
  protected:
-  SearchCommand() : folder_("knowledge-search") {}
-
   Outcome search(const std::string& query, bool json = false, size_t limit = kDefaultSearchLimit) {
     SearchRequest request;
     request.query = query;
@@ -48,7 +46,7 @@ class SearchCommand : public ::testing::Test {
     return outcome;
   }
 
-  test::TemporaryFolder folder_;
+  test::ScratchDirectory folder_;
 };
 
 TEST_F(SearchCommand, ReadableOutputNamesTitlePathLineScoreAndSnippet) {

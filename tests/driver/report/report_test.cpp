@@ -9,6 +9,7 @@
 #include "driver/report.h"
 #include "core/error.h"
 #include "tests/driver/report/report_fixture.h"
+#include "tests/support/scratch_directory.h"
 
 namespace fs = std::filesystem;
 using namespace dit;
@@ -17,15 +18,7 @@ using namespace dit::ar::report_test;
 
 namespace {
 
-class TemporaryFolder {
- public:
-  TemporaryFolder() : path_(make_temporary_folder("dit-report-test-")) {}
-  ~TemporaryFolder() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using TemporaryFolder = dit::test::ScratchDirectory;
 
 const std::string kHeader =
     "timestamp\tcommit\tparent\tlane\tgpu\tstatus\tclassification\tobjective\tbest_before\tcandidate\t"
