@@ -38,6 +38,12 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
   fs::path build_dir = profile.build_dir.empty() ? config.source_dir / lane.build_dir : fs::path(profile.build_dir);
   fs::path tool = build_dir / kProfileTool;
   if (!fs::exists(tool)) {
+    // dit_profile times the CUDA backend: a build configured without it has no such target.
+    const fs::path cache = build_dir / "CMakeCache.txt";
+    if (fs::exists(cache) && read_text_file(cache).find("DIT_WITH_CUDA:BOOL=ON") == std::string::npos)
+      refuse("the profiling tool is built with the CUDA backend only, and " + build_dir.string() + " (lane " +
+                 lane.name + ") is built without it",
+             "profile a GPU lane's build (--build-dir, or a session on such a lane) on a machine with a GPU");
     refuse("the profiling tool " + tool.string() + " does not exist",
            "build it first: cmake --build --preset " + lane.build_preset + " --target dit_profile");
   }

@@ -113,6 +113,11 @@ expect_line "quality: 3/3 quality tests passed"
 [ "$(best_sha)" = "$INIT" ] || fail "refs/autoresearch/best is not the baseline commit"
 expect_row 1 KEEP baseline "$INIT"
 [ -f "$STATE/baseline/golden.txt" ] || fail "the golden output was not recorded"
+
+step "profile on a build without the CUDA backend names why, exit 2"
+ar profile profile
+expect_rc 2
+expect_text "the profiling tool is built with the CUDA backend only"
 [ -f "$STATE/baseline/performance.json" ] || fail "the baseline performance was not recorded"
 
 step "a faster exact change -> KEEP"
