@@ -19,7 +19,22 @@ nlohmann::json StateDirectory::load_session() const {
     throw Error(ErrorKind::invalid_argument, "no research session in " + root_.string() +
                                                  "; start one with `dit-ar init` on a branch autoresearch/<tag>");
   }
-  return read_json_file(session_file());
+  nlohmann::json session = read_json_file(session_file());
+  // What dit-init wrote; anything less is a damaged file, named as such (never an internal error).
+  const auto damaged = [&](const std::string& problem) {
+    return Error(ErrorKind::invalid_file, session_file().string() + ": " + problem +
+                                              " (the session file is damaged; restore it, or start a new session"
+                                              " in a fresh state directory with `dit-ar init`)");
+  };
+  if (!session.is_object()) throw damaged("not a JSON object");
+  for (const char* field : {"tag", "branch", "lane", "init_commit"}) {
+    if (!session.contains(field) || !session[field].is_string())
+      throw damaged("no string field \"" + std::string(field) + "\"");
+  }
+  if (!session.contains("locks") || !session["locks"].is_object()) throw damaged("no object field \"locks\"");
+  if (session.contains("baseline") && !session["baseline"].is_object())
+    throw damaged("field \"baseline\" is not an object");
+  return session;
 }
 
 void StateDirectory::store_session(const nlohmann::json& session) const { write_json_atomic(session_file(), session); }

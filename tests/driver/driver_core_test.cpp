@@ -175,6 +175,47 @@ TEST(Config, PathWithinMatchesWholeComponents) {
   EXPECT_FALSE(path_within("model", "model/sub/"));
 }
 
+TEST(StateDirectory, ADamagedSessionFileIsNamedNeverAnInternalError) {
+  StateDirectory state(scratch("damaged-state"));
+  fs::create_directories(state.root());
+  const nlohmann::json whole = {{"tag", "t"},
+                                {"branch", "autoresearch/t"},
+                                {"lane", "cpu-smoke"},
+                                {"init_commit", "c"},
+                                {"locks", nlohmann::json::object()}};
+  struct Case {
+    std::string name;
+    nlohmann::json session;
+    std::string expected;
+  };
+  std::vector<Case> cases = {{"empty", nlohmann::json::object(), "no string field \"tag\""},
+                             {"array", nlohmann::json::array(), "not a JSON object"}};
+  for (const char* field : {"tag", "branch", "lane", "init_commit", "locks"}) {
+    nlohmann::json without = whole;
+    without.erase(field);
+    cases.push_back({std::string("without_") + field, without, std::string("field \"") + field + "\""});
+  }
+  nlohmann::json numeric_lane = whole;
+  numeric_lane["lane"] = 3;
+  cases.push_back({"numeric_lane", numeric_lane, "no string field \"lane\""});
+  nlohmann::json bad_baseline = whole;
+  bad_baseline["baseline"] = "yes";
+  cases.push_back({"baseline_not_an_object", bad_baseline, "field \"baseline\" is not an object"});
+  for (const Case& c : cases) {
+    state.store_session(c.session);
+    try {
+      state.load_session();
+      ADD_FAILURE() << c.name << ": a damaged session file was accepted";
+    } catch (const dit::Error& error) {
+      EXPECT_EQ(error.kind(), dit::ErrorKind::invalid_file) << c.name;
+      EXPECT_NE(std::string(error.what()).find(c.expected), std::string::npos) << c.name << ": " << error.what();
+      EXPECT_NE(std::string(error.what()).find(state.session_file().string()), std::string::npos) << c.name;
+    }
+  }
+  state.store_session(whole);
+  EXPECT_EQ(state.load_session().at("lane"), "cpu-smoke");
+}
+
 TEST(CtestResults, ReadsJunitAndConsoleOutcomes) {
   fs::path path = scratch("junit.xml");
   std::ofstream(path) << R"(<?xml version="1.0" encoding="UTF-8"?>
