@@ -1,6 +1,7 @@
 // State directory records on top of the durable file operations.
 #include "driver/state_directory.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <iomanip>
@@ -87,6 +88,16 @@ std::vector<std::map<std::string, std::string>> StateDirectory::read_results() c
     if (!line.empty() && line.back() == '\t') fields.emplace_back();
     if (header.empty()) {
       header = fields;
+      // Every column dit-ar writes must be there, so no reader meets a missing one.
+      std::string missing;
+      for (const std::string& column : kResultColumns) {
+        if (std::find(header.begin(), header.end(), column) == header.end())
+          missing += (missing.empty() ? "" : ", ") + column;
+      }
+      if (!missing.empty())
+        throw Error(ErrorKind::invalid_file, results_file().string() + ": the header lacks dit-ar's column(s) " +
+                                                 missing + " (not a results log dit-ar wrote; restore it or " +
+                                                 "start a new session in a fresh state directory)");
       continue;
     }
     std::map<std::string, std::string> row;

@@ -216,6 +216,25 @@ TEST(StateDirectory, ADamagedSessionFileIsNamedNeverAnInternalError) {
   EXPECT_EQ(state.load_session().at("lane"), "cpu-smoke");
 }
 
+TEST(StateDirectory, AResultsLogWithAForeignHeaderIsNamed) {
+  StateDirectory state(scratch("foreign-results"));
+  fs::create_directories(state.root());
+  dit::write_file_atomic(state.results_file(), "name\tvalue\nx\t1\n");
+  try {
+    state.read_results();
+    ADD_FAILURE() << "a results.tsv with a foreign header was read";
+  } catch (const dit::Error& error) {
+    EXPECT_EQ(error.kind(), dit::ErrorKind::invalid_file);
+    EXPECT_NE(std::string(error.what()).find("the header lacks dit-ar's column(s) timestamp, commit"),
+              std::string::npos)
+        << error.what();
+  }
+  fs::remove(state.results_file());
+  state.append_result({{"commit", "abc"}, {"status", "KEEP"}});
+  ASSERT_EQ(state.read_results().size(), 1u);
+  EXPECT_EQ(state.read_results().front().at("status"), "KEEP");
+}
+
 TEST(CtestResults, ReadsJunitAndConsoleOutcomes) {
   fs::path path = scratch("junit.xml");
   std::ofstream(path) << R"(<?xml version="1.0" encoding="UTF-8"?>
