@@ -3,25 +3,33 @@
 #   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
 #                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
 #     quality.<set>.render            dit-quality-render renders the candidate's outputs into
-#                                     $DIT_RUN_DIR/quality/<set>/render (no golden path given);
-#                                     FIXTURES_SETUP quality.<set>
-#     quality.<set>.<metric>          dit-quality judges one required metric of the contract
-#     quality.<set>.critical.<case>   one per critical case of this corpus (label `critical`)
-#   Every test is labelled `quality` (GPU sets also `gpu`); the gates need the fixture, read
-#   the baseline from $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification
-#   from $DIT_CLASSIFICATION (default exact), write gate reports to $DIT_RUN_DIR/quality/gates/
-#   (default DIT_QUALITY_RUN_DIR), and skip (77) until a baseline is recorded.
+#                                     $DIT_OUTPUT_DIR/quality/<set>/render (no golden path given);
+#                                     FIXTURES_SETUP quality.<set>; labels `quality`
+#     quality.<set>.<metric>          dit-quality judges one required metric of the contract;
+#                                     labels `quality;judge`
+#     quality.<set>.critical.<case>   one per critical case of this corpus; labels
+#                                     `quality;critical;judge`
+#   GPU sets' tests are also labelled `gpu`. The render runs in the candidate's test stage (the
+#   driver sets DIT_OUTPUT_DIR only); the gates carry `judge`: the driver runs them from the
+#   judge's own build (ctest -R '^(names)$' -FA '.*', so the render fixture is not run again),
+#   where they read the render from $DIT_OUTPUT_DIR/quality/<set>/render, the goldens from
+#   $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification from
+#   $DIT_CLASSIFICATION (default exact), write gate reports to
+#   $DIT_JUDGE_DIR/quality/gates/<test name>.json, and skip (77) until a baseline is recorded.
+#   With DIT_OUTPUT_DIR or DIT_JUDGE_DIR unset (a plain `ctest`), DIT_QUALITY_RUN_DIR stands in
+#   for it: the render goes to and is read from <run dir>/<set>/render, reports to <run dir>/gates/.
 #   ENVIRONMENT applies to the render test (the CPU set pins OpenMP to one thread, so a
 #   parallel ctest does not oversubscribe the cores; its outputs are bit-identical either way,
 #   which the calibration's one-thread restatement checks).
 #   Each call also adds the set to <build>/quality/gate-sets.json, which `dit-quality baseline`
-#   reads to record every set of the build.
+#   reads to record every set of the build (its corpus and contract by absolute path: the judge's
+#   gate-sets.json names the judge's own, locked tree).
 include_guard(GLOBAL)
 
 set(DIT_QUALITY_BASELINE_DIR "${PROJECT_SOURCE_DIR}/.autoresearch/baseline" CACHE PATH
   "Baseline directory the quality gates use when DIT_BASELINE_DIR is unset")
 set(DIT_QUALITY_RUN_DIR "${PROJECT_BINARY_DIR}/quality-run" CACHE PATH
-  "Run directory the quality gates use when DIT_RUN_DIR is unset")
+  "Quality directory the render and the gates use when DIT_OUTPUT_DIR or DIT_JUDGE_DIR is unset")
 set(DIT_QUALITY_GATE_SETS "${PROJECT_BINARY_DIR}/quality/gate-sets.json")
 
 function(dit_add_gate)
@@ -78,7 +86,7 @@ function(dit_add_gate)
     string(JSON metric GET "${contract_text}" required_metrics ${index})
     add_test(NAME quality.${arg_SET}.${metric} COMMAND dit-quality gate ${common} --metric ${metric}
       --default-baseline-dir "${DIT_QUALITY_BASELINE_DIR}")
-    set_tests_properties(quality.${arg_SET}.${metric} PROPERTIES LABELS quality)
+    set_tests_properties(quality.${arg_SET}.${metric} PROPERTIES LABELS "quality;judge")
     list(APPEND gate_tests quality.${arg_SET}.${metric})
   endforeach()
   if(critical_count GREATER 0)
@@ -87,7 +95,7 @@ function(dit_add_gate)
       string(JSON case_id GET "${critical_list}" ${index})
       add_test(NAME quality.${arg_SET}.critical.${case_id} COMMAND dit-quality gate ${common}
         --critical-case ${case_id} --default-baseline-dir "${DIT_QUALITY_BASELINE_DIR}")
-      set_tests_properties(quality.${arg_SET}.critical.${case_id} PROPERTIES LABELS "quality;critical")
+      set_tests_properties(quality.${arg_SET}.critical.${case_id} PROPERTIES LABELS "quality;critical;judge")
       list(APPEND gate_tests quality.${arg_SET}.critical.${case_id})
     endforeach()
   endif()

@@ -88,13 +88,23 @@ int gpu_gate(const GateSet& set) {
   return kExitSkipped;
 }
 
-std::string run_root(const Locations& l) {
+namespace {
+
+// --run-dir, else $<variable>/quality, else --default-run-dir.
+std::string quality_root(const Locations& l, const char* variable) {
   if (!l.run_dir.empty()) return l.run_dir;
-  const std::string from_environment = environment_or("DIT_RUN_DIR", "");
+  const std::string from_environment = environment_or(variable, "");
   if (!from_environment.empty()) return from_environment + "/quality";
-  if (l.default_run_dir.empty()) throw SetupError("no run directory: set DIT_RUN_DIR or pass --run-dir");
+  if (l.default_run_dir.empty())
+    throw SetupError(std::string("no quality directory: set ") + variable + " or pass --run-dir");
   return l.default_run_dir;
 }
+
+}  // namespace
+
+std::string output_root(const Locations& l) { return quality_root(l, "DIT_OUTPUT_DIR"); }
+
+std::string judge_root(const Locations& l) { return quality_root(l, "DIT_JUDGE_DIR"); }
 
 std::string baseline_root(const Locations& l) {
   if (!l.baseline_dir.empty()) return l.baseline_dir;
@@ -103,7 +113,9 @@ std::string baseline_root(const Locations& l) {
   return dir;
 }
 
-std::string render_dir_of(const Locations& l, const GateSet& set) { return run_root(l) + "/" + set.name + "/render"; }
+std::string render_dir_of(const Locations& l, const GateSet& set) {
+  return output_root(l) + "/" + set.name + "/render";
+}
 
 int run_command_line(CLI::App& app, int argc, char** argv, const std::string& program,
                      const std::function<int()>& main) {

@@ -1,6 +1,7 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 // What dit-quality (the judge) and dit-quality-render (the renderer) share on the command line:
-// the gate-set options, where runs and baselines live, the inputs' cross-checks, exit codes.
+// the gate-set options, where renders, gate reports and baselines live, the inputs' cross-checks,
+// exit codes.
 #pragma once
 
 #include <functional>
@@ -26,6 +27,10 @@ struct SetOptions {
   std::string gate_sets, set, corpus, contract, backend, precision, data_dir;
 };
 
+// Where a program reads and writes (quality/README.md, "Where files go"). The driver's stages set
+// DIT_OUTPUT_DIR (the candidate's outputs: renders), DIT_JUDGE_DIR (the judge's: gate reports),
+// DIT_BASELINE_DIR (the goldens) and DIT_CLASSIFICATION; run_dir (--run-dir) overrides the first
+// two, and default_run_dir (--default-run-dir) stands in for either one when it is unset.
 struct Locations {
   std::string run_dir, default_run_dir, baseline_dir, default_baseline_dir, classification;
 };
@@ -46,9 +51,10 @@ Inputs load_inputs(const GateSet& set);
 // 0 when the set can run here; else the exit code to return (77 skip, or 1 under DIT_REQUIRE_GPU=1).
 int gpu_gate(const GateSet& set);
 
-std::string run_root(const Locations& locations);       // --run-dir, $DIT_RUN_DIR/quality, the default
+std::string output_root(const Locations& locations);    // --run-dir, $DIT_OUTPUT_DIR/quality, the default
+std::string judge_root(const Locations& locations);     // --run-dir, $DIT_JUDGE_DIR/quality, the default
 std::string baseline_root(const Locations& locations);  // --baseline-dir, $DIT_BASELINE_DIR, the default
-std::string render_dir_of(const Locations& locations, const GateSet& set);  // <run root>/<set>/render
+std::string render_dir_of(const Locations& locations, const GateSet& set);  // <output root>/<set>/render
 
 // Runs `main` (parses `app` first) and maps what escapes it to the exit codes above.
 int run_command_line(CLI::App& app, int argc, char** argv, const std::string& program,

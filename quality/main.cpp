@@ -1,6 +1,10 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 // dit-quality, the judge: record a baseline (the golden render comes from dit-quality-render, run
 // as a child process), score, gate, check. It links no engine code (ARCHITECTURE.md).
+// `gate` reads the candidate's render from $DIT_OUTPUT_DIR/quality/<set>/render (never writing
+// there), the goldens from $DIT_BASELINE_DIR, the classification from $DIT_CLASSIFICATION, and
+// writes its report to $DIT_JUDGE_DIR/quality/gates/<test name>.json; --run-dir overrides both
+// folders, --default-run-dir stands in for an unset variable (standalone use).
 // Exit codes: 0 passed, 1 a gate failed or the golden render crashed, 2 bad input or setup,
 // 77 skipped (no recorded baseline, or no GPU for a GPU set without DIT_REQUIRE_GPU=1).
 #include <spawn.h>
@@ -173,7 +177,8 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
     throw SetupError(error.what());
   }
   const std::string gate_name = "quality." + set.name + "." + (metric.empty() ? "critical." + critical_case : metric);
-  const std::string report_path = run_root(l) + "/gates/" + gate_name + ".json";
+  // The report goes where the decision reads it: $DIT_JUDGE_DIR/quality/gates/<test name>.json.
+  const std::string report_path = judge_root(l) + "/gates/" + gate_name + ".json";
   GateReport report;
   report.gate = gate_name;
 
@@ -195,12 +200,13 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   }
 
   std::vector<std::string> problems = verify_baseline(paths, inputs.corpus, inputs.contract);
+  // The candidate's render (its test stage wrote it under $DIT_OUTPUT_DIR): only read here.
   const std::string render_dir = render_dir_of(l, set);
   ScoreSet baseline, candidate;
   if (problems.empty()) {
     baseline = load_scores(paths.scores());
     candidate = score_render(inputs.corpus, render_dir, paths.golden());
-    write_file_atomic(run_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n",
+    write_file_atomic(judge_root(l) + "/" + set.name + "/scores.json", candidate.to_json().dump(2) + "\n",
                       ParentFolders::create);
     try {
       const RenderManifest rendered = load_render_manifest(render_dir);
@@ -270,8 +276,11 @@ int main(int argc, char** argv) {
   gate_command->add_option("--classification", l.classification,
                            "exact, numerical, approximate or quantization "
                            "(default: $DIT_CLASSIFICATION, else exact)");
-  gate_command->add_option("--run-dir", l.run_dir, "quality run directory (default: $DIT_RUN_DIR/quality)");
-  gate_command->add_option("--default-run-dir", l.default_run_dir, "used when DIT_RUN_DIR is unset");
+  gate_command->add_option("--run-dir", l.run_dir,
+                           "read the render from DIR/<set>/render and write the report to DIR/gates/ (default: "
+                           "the render from $DIT_OUTPUT_DIR/quality, the report to $DIT_JUDGE_DIR/quality)");
+  gate_command->add_option("--default-run-dir", l.default_run_dir,
+                           "used for either of DIT_OUTPUT_DIR and DIT_JUDGE_DIR that is unset");
   gate_command->add_option("--baseline-dir", l.baseline_dir, "recorded baseline (default: $DIT_BASELINE_DIR)");
   gate_command->add_option("--default-baseline-dir", l.default_baseline_dir, "used when DIT_BASELINE_DIR is unset");
 

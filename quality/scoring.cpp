@@ -1,6 +1,9 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 #include "quality/scoring.h"
 
+#include <filesystem>
+#include <optional>
+
 #include <limits>
 
 #include "core/error.h"
@@ -57,8 +60,31 @@ void score_outputs(const std::string& id, const Tensor& candidate_latent, const 
   }
 }
 
+namespace {
+
+// A render is plain files in a plain folder: a link could point the judge at the goldens.
+std::optional<std::string> not_plain(const std::string& render_dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::is_symlink(fs::symlink_status(render_dir, error))) return render_dir + " is a link";
+  if (!fs::is_directory(fs::symlink_status(render_dir, error))) return std::nullopt;
+  for (const auto& entry : fs::recursive_directory_iterator(render_dir, error)) {
+    const auto status = entry.symlink_status();
+    if (fs::is_symlink(status)) return entry.path().string() + " is a link";
+    if (!fs::is_regular_file(status) && !fs::is_directory(status))
+      return entry.path().string() + " is not a plain file";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ScoreSet score_render(const Corpus& corpus, const std::string& render_dir, const std::string& golden_dir) {
   ScoreSet scores;
+  if (auto problem = not_plain(render_dir)) {
+    for (const Case& c : corpus.cases) scores.problems[c.id].push_back("the render must be plain files: " + *problem);
+    return scores;
+  }
   RenderManifest manifest;
   try {
     manifest = load_render_manifest(render_dir);

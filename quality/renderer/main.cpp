@@ -2,6 +2,9 @@
 // dit-quality-render: renders a gate set's corpus through the engine (the candidate's outputs for
 // the gates, the golden outputs when dit-quality records a baseline) and runs the calibration.
 // The one quality program that links the engine; it is never told where the golden files are.
+// `render` writes to --out, else <--run-dir>/<set>/render, else $DIT_OUTPUT_DIR/quality/<set>/render
+// (the candidate's test stage), else <--default-run-dir>/<set>/render. Of the environment it reads
+// DIT_OUTPUT_DIR and DIT_REQUIRE_GPU, no other DIT_* variable.
 // Exit codes: 0 rendered, 1 a render crashed, 2 bad input or setup, 77 skipped (no GPU for a GPU
 // set without DIT_REQUIRE_GPU=1).
 #include <iostream>
@@ -101,8 +104,8 @@ int main(int argc, char** argv) {
 
   CLI::App* render_command = app.add_subcommand("render", "render the candidate's outputs (never reads the golden)");
   add_set_options(render_command, o);
-  render_command->add_option("--run-dir", l.run_dir, "quality run directory (default: $DIT_RUN_DIR/quality)");
-  render_command->add_option("--default-run-dir", l.default_run_dir, "used when DIT_RUN_DIR is unset");
+  render_command->add_option("--run-dir", l.run_dir, "render into DIR/<set>/render (default: $DIT_OUTPUT_DIR/quality)");
+  render_command->add_option("--default-run-dir", l.default_run_dir, "used when DIT_OUTPUT_DIR is unset");
   render_command->add_option("--out", out, "render into this directory instead of <run dir>/<set>/render");
 
   CLI::App* calibrate_command = app.add_subcommand("calibrate", "measure exact restatements and derive margins");

@@ -1,6 +1,9 @@
 // dit-quality's and dit-quality-render's exit codes: 2 naming the problem for malformed inputs or
 // a refused baseline, 77 with the way to record a baseline when none is recorded; the renderer
-// writing where --out says; a baseline whose golden render fails recording nothing.
+// writing where --out says; a baseline whose golden render fails recording nothing; where each
+// program reads and writes in the driver's stage views (DIT_OUTPUT_DIR, DIT_JUDGE_DIR,
+// DIT_BASELINE_DIR, DIT_CLASSIFICATION) and without them (--default-run-dir); DIT_RUN_DIR is
+// read by neither.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -34,6 +37,18 @@ Result run_program(const std::string& program, const std::string& arguments) {
 
 Result run(const std::string& arguments) { return run_program(DIT_QUALITY_PROGRAM, arguments); }
 Result render(const std::string& arguments) { return run_program(DIT_QUALITY_RENDER_PROGRAM, arguments); }
+
+// `program` run with none of the driver's DIT_* variables but `assignments` (NAME=value ...).
+std::string in_environment(const std::string& assignments, const std::string& program) {
+  return "env -u DIT_RUN_DIR -u DIT_OUTPUT_DIR -u DIT_JUDGE_DIR -u DIT_BASELINE_DIR -u DIT_BEST_BUILD_DIR "
+         "-u DIT_CLASSIFICATION -u DIT_LANE " +
+         assignments + " " + program;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 class Cli : public testing::Test {
  protected:
@@ -172,6 +187,90 @@ TEST_F(Cli, AFailedGoldenRenderRecordsNothing) {
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("the golden render of set cpu failed"), std::string::npos) << result.output;
   EXPECT_FALSE(fs::exists(dir_ + "/baseline/quality/cpu"));
+}
+
+TEST_F(Cli, TheRendererWritesUnderTheOutputDirOrElseTheDefaultRunDir) {
+  const std::string set = " --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                          " --set cpu --data-dir " + DIT_TEST_DATA_DIR + " --default-run-dir " + dir_ + "/default";
+  // The candidate's test stage: DIT_OUTPUT_DIR; the other variables are not read.
+  Result result = run_program(in_environment("DIT_OUTPUT_DIR=" + dir_ + "/outputs DIT_RUN_DIR=" + dir_ +
+                                                 "/run DIT_JUDGE_DIR=" + dir_ + "/judge",
+                                             DIT_QUALITY_RENDER_PROGRAM),
+                              "render" + set);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/outputs/quality/cpu/render/render.json"));
+  EXPECT_NE(result.output.find("into " + dir_ + "/outputs/quality/cpu/render"), std::string::npos) << result.output;
+  for (const char* other : {"/run", "/judge", "/default"}) EXPECT_FALSE(fs::exists(dir_ + other)) << other;
+  // Standalone: without DIT_OUTPUT_DIR (DIT_RUN_DIR is no longer read), the default run dir.
+  result = run_program(in_environment("DIT_RUN_DIR=" + dir_ + "/run", DIT_QUALITY_RENDER_PROGRAM), "render" + set);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/default/cpu/render/render.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/run"));
+}
+
+TEST_F(Cli, AGateWritesItsReportUnderTheJudgeDirOrElseTheDefaultRunDir) {
+  const std::string gate = "gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                           " --set cpu --metric image_psnr --default-run-dir " + dir_ +
+                           "/default --default-baseline-dir " + dir_ + "/default-baseline";
+  // The judge stage: the report goes to $DIT_JUDGE_DIR/quality/gates/<test name>.json, nothing
+  // to DIT_OUTPUT_DIR; without a baseline at $DIT_BASELINE_DIR the gate skips.
+  Result result = run_program(
+      in_environment("DIT_OUTPUT_DIR=" + dir_ + "/outputs DIT_JUDGE_DIR=" + dir_ + "/judge DIT_BASELINE_DIR=" + dir_ +
+                         "/baseline DIT_RUN_DIR=" + dir_ + "/run DIT_CLASSIFICATION=numerical",
+                     DIT_QUALITY_PROGRAM),
+      gate);
+  EXPECT_EQ(result.exit_code, 77) << result.output;
+  EXPECT_NE(result.output.find("no baseline recorded at " + dir_ + "/baseline/quality/cpu"), std::string::npos)
+      << result.output;
+  const std::string report = dir_ + "/judge/quality/gates/quality.cpu.image_psnr.json";
+  ASSERT_TRUE(fs::exists(report));
+  EXPECT_NE(read_text(report).find("\"numerical\""), std::string::npos) << read_text(report);
+  for (const char* other : {"/outputs", "/run", "/default"}) EXPECT_FALSE(fs::exists(dir_ + other)) << other;
+  // Standalone: no variables, the defaults.
+  result = run_program(in_environment("DIT_RUN_DIR=" + dir_ + "/run", DIT_QUALITY_PROGRAM), gate);
+  EXPECT_EQ(result.exit_code, 77) << result.output;
+  EXPECT_NE(result.output.find("no baseline recorded at " + dir_ + "/default-baseline/quality/cpu"), std::string::npos)
+      << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/default/gates/quality.cpu.image_psnr.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/run"));
+}
+
+TEST_F(Cli, AGateJudgesTheRenderInTheOutputDir) {
+  const std::string set = " --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                          " --set cpu --data-dir " + DIT_TEST_DATA_DIR;
+  Result result =
+      run("baseline" + set + " --baseline-dir " + dir_ + "/baseline --renderer " + DIT_QUALITY_RENDER_PROGRAM);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  result =
+      run_program(in_environment("DIT_OUTPUT_DIR=" + dir_ + "/outputs", DIT_QUALITY_RENDER_PROGRAM), "render" + set);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const std::string judge_stage = "DIT_BASELINE_DIR=" + dir_ + "/baseline DIT_JUDGE_DIR=" + dir_ +
+                                  "/judge DIT_CLASSIFICATION=quantization DIT_LANE=cli ";
+  const std::string gate =
+      "gate" + set + " --critical-case cpu-b-ddpm10-cfg4-c3 --default-run-dir " + dir_ + "/default";
+  const std::string report = dir_ + "/judge/quality/gates/quality.cpu.critical.cpu-b-ddpm10-cfg4-c3.json";
+  result = run_program(in_environment(judge_stage + "DIT_OUTPUT_DIR=" + dir_ + "/outputs", DIT_QUALITY_PROGRAM), gate);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(read_text(report).find("\"render_dir\": \"" + dir_ + "/outputs/quality/cpu/render\""), std::string::npos)
+      << read_text(report);
+  EXPECT_NE(read_text(report).find("\"quantization\""), std::string::npos) << read_text(report);
+  EXPECT_TRUE(fs::exists(dir_ + "/judge/quality/cpu/scores.json"));
+  EXPECT_FALSE(fs::exists(dir_ + "/outputs/quality/gates"));
+  EXPECT_FALSE(fs::exists(dir_ + "/outputs/quality/cpu/scores.json"));
+  // The render is read from DIT_OUTPUT_DIR alone: an empty one fails the gate (no skip).
+  result =
+      run_program(in_environment(judge_stage + "DIT_OUTPUT_DIR=" + dir_ + "/empty DIT_RUN_DIR=" + dir_ + "/outputs",
+                                 DIT_QUALITY_PROGRAM),
+                  gate);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(read_text(report).find("\"passed\": false"), std::string::npos) << read_text(report);
+  EXPECT_FALSE(fs::exists(dir_ + "/empty"));
+  // The classification comes from DIT_CLASSIFICATION.
+  result = run_program(
+      in_environment(judge_stage + "DIT_OUTPUT_DIR=" + dir_ + "/outputs DIT_CLASSIFICATION=fast", DIT_QUALITY_PROGRAM),
+      gate);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("unknown classification \"fast\""), std::string::npos) << result.output;
 }
 
 }  // namespace

@@ -268,6 +268,24 @@ TEST_F(Gate, FilesChangedAfterTheRenderAreNotScored) {
   EXPECT_NE(scores.problems.at("a").at(0).find("differ from the hashes"), std::string::npos);
 }
 
+TEST_F(Gate, ARenderMadeOfLinksToTheGoldensIsNotScored) {
+  // Each file a link to the golden one: the bytes would match, so only the links give it away.
+  const std::string dir = root_ + "/run/render";
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(golden_dir()))
+    fs::create_symlink(entry.path(), fs::path(dir) / entry.path().filename());
+  ScoreSet scores = score_render(corpus_, dir, golden_dir());
+  for (const Case& c : corpus_.cases) {
+    EXPECT_FALSE(scores.cases.count(c.id)) << c.id;
+    EXPECT_NE(scores.problems.at(c.id).at(0).find("must be plain files"), std::string::npos) << c.id;
+  }
+  // A linked folder is refused too.
+  const std::string linked = root_ + "/run/linked";
+  fs::create_directory_symlink(golden_dir(), linked);
+  scores = score_render(corpus_, linked, golden_dir());
+  EXPECT_TRUE(scores.cases.empty());
+}
+
 TEST_F(Gate, ARecordedBaselineIsTamperEvidentAndNeverOverwritten) {
   const BaselinePaths here{root_ + "/baseline"};
   save_scores(here.scores(), baseline_);
