@@ -3,17 +3,26 @@
 // included: one forward pass of DiT-S/8 at 256 (16 tokens) at batch 1 and 2, a guided forward pass,
 // and a short DDPM sampling run. Each iteration gets fresh inputs from a new seed; times are
 // wall-clock around the call (the CPU backend runs on OpenMP threads, so CPU time would mislead).
+//
+// BM_CpuForward is the cpu-smoke lane's objective and follows the performance gate's
+// timed-outputs protocol (bench/support/bench_support.h): timed iteration i (counted over the
+// process, calibration runs and repetitions included) takes its inputs from
+// image_request(--request-seed, i); its timed region ends with the copy of the output into the
+// harness's own tensor; after it, with --outputs-dir=D, the copy is written as
+// D/image-<i>.output.safetensors (tensor "output", float32, core's writer).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bench/support/bench_support.h"
 #include "bench/engine/engine_setup.h"
 #include "bench/engine/model_costs.h"
+#include "core/safetensors.h"
 #include "model/dit_model.h"
 
 namespace {
@@ -44,16 +53,29 @@ void BM_CpuForward(benchmark::State& state) {
   const int batch = static_cast<int>(state.range(0));
   dit::bench::RateCounters rates(dit::bench::weight_bytes(model.config(), dit::Precision::fp32),
                                  dit::bench::forward_flops(model.config(), batch));
-  static uint64_t seed = 1;  // never repeats within a process
+  const dit::bench::TimedRequest& request = dit::bench::timed_request();
+  dit::bench::TimedImages& timed = dit::bench::timed_images();
   for (auto _ : state) {
-    const dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), batch, seed++);
-    dit::Tensor out;
-    const double seconds = wall_seconds([&] { out = model.forward(inputs.x, inputs.t, inputs.y); });
-    benchmark::DoNotOptimize(out.data.data());
+    const uint64_t index = timed.begin_image();
+    const dit::bench::ImageRequest image = dit::bench::image_request(request.seed, index, model.config().num_classes);
+    const dit::bench::ForwardInputs inputs = dit::bench::random_forward_inputs(model.config(), batch, image.seed);
+    dit::Tensor copy;  // the harness's own: what the timed region ended with
+    const double seconds = wall_seconds([&] {
+      const dit::Tensor out = model.forward(inputs.x, inputs.t, inputs.y);
+      copy = out;
+    });
+    benchmark::DoNotOptimize(copy.data.data());
     state.SetIterationTime(seconds);
+    timed.add_timed_seconds(seconds);
     rates.add(seconds);
+    // Untimed from here: Benchmark counts only the manual time.
+    if (request.outputs_dir) {
+      dit::write_safetensors(dit::bench::image_output_path(*request.outputs_dir, index, "output.safetensors").string(),
+                             {{"output", copy}});
+    }
   }
   rates.publish(state);
+  timed.publish(state);
 }
 BENCHMARK(BM_CpuForward)->ArgName("batch")->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 

@@ -5,41 +5,43 @@
 //
 // What is timed is what is judged: the engine runs at the backend and precision of the GPU
 // quality gate set (<build>/quality/gate-sets.json, set "gpu" unless --gate-set names another,
-// such as the "session" set of the lane sized for a GPU-host lease), with the weights seed, sampler,
-// steps and guidance of one corpus case (the first 256 case of that set's corpus unless --case
-// names another). The first timed image of BM_E2E_Image/256 in a process is that case itself;
-// its label then carries `hash=<sha256> image=<sha256> output=<sha256> case=<id>`: the SHA-256 of
-// the case's latent file as dit::quality::write_rendered_case writes it (<id>.latent.safetensors:
-// the float32 latent [1, 4, 32, 32] with metadata {"case": id}), of its PNG, and of the raw output
-// bytes (dit::quality::output_hash), computed after the timing: the quality render's manifest
-// entry for that case (render.json, cases.<id>.latent_sha256, image_sha256, output_sha256) holds
-// the same three. The performance gate compares the first. Later iterations rotate seeds and labels, so nothing can be reused
-// from one image to the next.
+// such as the "session" set of the lane sized for a GPU-host lease), with the model, weights
+// seed, sampler, steps and guidance of one corpus case (the first 256 case of that set's corpus
+// unless --case names another).
 //
-// Times are host-observed: generate() returns when the images are on the host. Each
-// configuration first runs an untimed 2-step warm-up (a full-length one would double the cost of
-// every perf-gate run); the first timed image may still grow the engine's activation arena to
-// the full step count, a one-off of milliseconds against seconds, the same for every commit.
-// Memory: peak_device_bytes is the
-// high-water mark sampled by a polling thread over the model build and warm-up and after every
-// timed image; persistent_device_bytes is what is held after the last image (both above the
-// usage right after context creation). One image at 256 runs without fixed repetitions (the
-// driver repeats it; its perf test passes --benchmark_repetitions); the others carry their own
-// to stay bounded. With repetitions, p50 and p95 aggregates are reported.
+// BM_E2E_Image is the e2e lanes' objective and follows the performance gate's timed-outputs
+// protocol (bench/support/bench_support.h): timed image i (counted over the process, Google
+// Benchmark's calibration runs and repetitions included) takes its seed and class label from
+// image_request(--request-seed, i); its timed region ends at the harness's own
+// cudaDeviceSynchronize() and the copy of the engine's result into the harness's own buffers;
+// after it, with --outputs-dir=D, that copy is written exactly as the quality render writes a
+// case, with dit::quality::write_rendered_case: D/image-<i>.latent.safetensors (the float32
+// latent [1, 4, s/8, s/8], metadata {"case": "image-<i>"}) and D/image-<i>.png. The performance
+// gate compares these files with the best commit's for the same request, so a path taken only
+// when timed shows up as a mismatch. The other benchmarks draw their requests from the same seed
+// (indices from kUnjudgedImageIndexBase) and write nothing.
+//
+// Times are host-observed. Each configuration first runs an untimed 2-step warm-up (a
+// full-length one would double the cost of every perf-gate run); the first timed image may
+// still grow the engine's activation arena to the full step count, a one-off of milliseconds
+// against seconds, the same for every commit. Memory: peak_device_bytes is the high-water mark
+// sampled by a polling thread over the model build and warm-up and after every timed image;
+// persistent_device_bytes is what is held after the last image (both above the usage right after
+// context creation). One image at 256 runs without fixed repetitions (the driver repeats it; its
+// perf test passes --benchmark_repetitions); the others carry their own to stay bounded. With
+// repetitions, p50 and p95 aggregates are reported.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bench/engine/engine_setup.h"
 #include "bench/support/gpu_support.h"
@@ -52,17 +54,18 @@ namespace {
 
 using dit::bench::Option;
 
-const Option precision_option("precision", "override the quality gate set's precision (breaks the hash match)");
-const Option case_option("case", "corpus case whose settings and hash BM_E2E_Image/256 uses");
+const Option precision_option("precision",
+                              "override the quality gate set's precision (the timed path is then not the judged one)");
+const Option case_option("case",
+                         "corpus case whose model, weights seed, sampler, steps and guidance every request uses");
 const Option gate_set_option("gate-set", "quality gate set whose backend, precision and corpus are timed", "gpu");
-const Option steps_option("steps", "override the case's step count (quick runs; reports no hash)");
+const Option steps_option("steps", "override the case's step count (quick runs; not the judged path)");
 
 struct Setup {
   dit::quality::GateSet gate_set;
-  dit::quality::Case reference_case;  // settings of every request, hash of BM_E2E_Image/256
+  dit::quality::Case reference_case;  // the settings of every request
   dit::Precision precision = dit::Precision::fp32;
   int steps = 0;
-  bool hash_comparable = true;  // false when --precision or --steps changed the judged path
 };
 
 const Setup& setup() {
@@ -89,7 +92,6 @@ const Setup& setup() {
     }
     s.precision = dit::parse_precision(precision_option.given() ? precision_option.value() : s.gate_set.precision);
     s.steps = steps_option.given() ? std::stoi(steps_option.value()) : s.reference_case.steps;
-    s.hash_comparable = !precision_option.given() && !steps_option.given();
     return s;
   }();
   return value;
@@ -113,12 +115,23 @@ dit::VaeDecoder& vae() {
   return *decoder;
 }
 
-dit::SampleRequest request_for(int images, uint64_t first_seed) {
+// The next index for a request that is not a timed image of BM_E2E_Image (warm-ups, batches,
+// latents): never one a timed image uses, never repeated within the process.
+uint64_t next_unjudged_index() {
+  static uint64_t index = dit::bench::kUnjudgedImageIndexBase;
+  return index++;
+}
+
+// A request of the reference case's settings for images with these indices (seeds and labels
+// from the process's request seed).
+dit::SampleRequest request_for(const std::vector<uint64_t>& indices, int num_classes) {
   const dit::quality::Case& c = setup().reference_case;
   dit::SampleRequest request;
-  for (int i = 0; i < images; ++i) {
-    request.class_labels.push_back(static_cast<int>((c.class_label + 37 * (first_seed + i)) % 1000));
-    request.seeds.push_back(first_seed + i);
+  for (const uint64_t index : indices) {
+    const dit::bench::ImageRequest image =
+        dit::bench::image_request(dit::bench::timed_request().seed, index, num_classes);
+    request.class_labels.push_back(image.class_label);
+    request.seeds.push_back(image.seed);
   }
   request.steps = setup().steps;
   request.cfg_scale = static_cast<float>(c.cfg_scale);
@@ -126,15 +139,10 @@ dit::SampleRequest request_for(int images, uint64_t first_seed) {
   return request;
 }
 
-// The case's hashes exactly as the quality render writes and hashes its files.
-dit::quality::RenderRecord rendered_hashes(const dit::quality::Case& c, const dit::PipelineResult& result) {
-  const dit::quality::RenderedCase rendered{result.latents, result.images.at(0)};
-  const std::filesystem::path directory =
-      std::filesystem::temp_directory_path() / ("dit-bench-e2e-" + std::to_string(getpid()));
-  std::filesystem::create_directories(directory);
-  const dit::quality::RenderRecord record = dit::quality::write_rendered_case(directory.string(), c.id, rendered);
-  std::filesystem::remove_all(directory);
-  return record;
+std::vector<uint64_t> unjudged_indices(int images) {
+  std::vector<uint64_t> indices;
+  for (int i = 0; i < images; ++i) indices.push_back(next_unjudged_index());
+  return indices;
 }
 
 enum class Work { image, latents };
@@ -154,7 +162,8 @@ Prepared& prepare(Work work, int image_size, int images) {
   std::optional<dit::bench::DeviceMemoryMonitor> monitor(std::in_place);
   dit::DitModel& model = models().get(image_size);
   vae();
-  dit::SampleRequest warm = request_for(images, 0);
+  const int num_classes = model.config().num_classes;
+  dit::SampleRequest warm = request_for(unjudged_indices(images), num_classes);
   warm.steps = 2;
   if (work == Work::image) {
     benchmark::DoNotOptimize(dit::generate(model, vae(), warm).images.data());
@@ -164,10 +173,11 @@ Prepared& prepare(Work work, int image_size, int images) {
   DIT_BENCH_CUDA(cudaDeviceSynchronize());
   monitor->sample();
   p.peak = monitor->peak_above_context();
-  const dit::SampleRequest shown = request_for(1, 0);
-  char settings[160];
-  std::snprintf(settings, sizeof settings, "precision=%s sampler=%s steps=%d cfg=%g",
-                dit::precision_name(model.precision()), dit::sampler_name(shown.sampler), shown.steps, shown.cfg_scale);
+  const dit::SampleRequest shown = request_for({}, num_classes);
+  char settings[200];
+  std::snprintf(settings, sizeof settings, "case=%s precision=%s sampler=%s steps=%d cfg=%g",
+                setup().reference_case.id.c_str(), dit::precision_name(model.precision()),
+                dit::sampler_name(shown.sampler), shown.steps, shown.cfg_scale);
   p.settings = settings;
   return prepared.emplace(key, std::move(p)).first->second;
 }
@@ -188,51 +198,56 @@ void run_e2e(benchmark::State& state, Work work, int images) {
     state.SkipWithError(error.what());
     return;
   }
-  const dit::quality::Case& reference = setup().reference_case;
-  // The first timed image of BM_E2E_Image at the reference case's size is the reference case
-  // itself, hashed (untimed) as the quality render hashes it.
-  static std::optional<dit::quality::RenderRecord> reference_hash;
-  const bool owes_reference = work == Work::image && images == 1 && image_size == reference.image_size &&
-                              setup().hash_comparable && !reference_hash;
-
-  // Seeds never repeat within a process (Benchmark may call this function more than once); the
-  // reference case's own seeds are small, timed images start above them.
-  static uint64_t seed = 1000;
+  // One image through the whole pipeline: a timed image of the protocol, judged by its outputs.
+  const bool judged = work == Work::image && images == 1;
+  const int num_classes = model->config().num_classes;
+  const dit::bench::TimedRequest& timed_request = dit::bench::timed_request();
+  dit::bench::TimedImages& timed = dit::bench::timed_images();
   double seconds_total = 0;
   size_t persistent = 0;
   for (auto _ : state) {
-    const bool render_reference = owes_reference && !reference_hash;
-    dit::SampleRequest request = request_for(images, seed);
-    if (render_reference) {
-      request.class_labels = {reference.class_label};
-      request.seeds = {reference.seed};
-    } else {
-      seed += static_cast<uint64_t>(images);
-    }
+    const uint64_t index = judged ? timed.begin_image() : 0;
+    const dit::SampleRequest request =
+        request_for(judged ? std::vector<uint64_t>{index} : unjudged_indices(images), num_classes);
+    dit::PipelineResult result;  // the engine's
+    dit::PipelineResult copy;    // the harness's own: what the timed region ended with
+    dit::Tensor latents;
+    dit::Tensor latents_copy;
     DIT_BENCH_CUDA(cudaDeviceSynchronize());
     const auto start = std::chrono::steady_clock::now();
-    std::optional<dit::PipelineResult> result;
     if (work == Work::image) {
       result = dit::generate(*model, vae(), request);
     } else {
-      benchmark::DoNotOptimize(model->sample(request).data.data());
+      latents = model->sample(request);
+    }
+    DIT_BENCH_CUDA(cudaDeviceSynchronize());
+    if (work == Work::image) {
+      copy = result;
+    } else {
+      latents_copy = latents;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     state.SetIterationTime(seconds);
     seconds_total += seconds;
     // Untimed from here: Benchmark counts only the manual time.
-    if (render_reference) reference_hash = rendered_hashes(reference, *result);
+    benchmark::DoNotOptimize(copy.images.data());
+    benchmark::DoNotOptimize(latents_copy.data.data());
+    if (judged) {
+      timed.add_timed_seconds(seconds);
+      if (timed_request.outputs_dir) {
+        const dit::quality::RenderedCase rendered{std::move(copy.latents), std::move(copy.images.at(0))};
+        dit::quality::write_rendered_case(timed_request.outputs_dir->string(), dit::bench::image_output_name(index),
+                                          rendered);
+      }
+    }
     persistent = used_above_context();
     prepared->peak = std::max(prepared->peak, persistent);
   }
   state.counters["images_per_second"] = static_cast<double>(state.iterations()) * images / seconds_total;
   dit::bench::set_bytes_counter(state, "persistent_device_bytes", static_cast<double>(persistent));
   dit::bench::set_bytes_counter(state, "peak_device_bytes", static_cast<double>(prepared->peak));
-  const bool reports_hash = work == Work::image && images == 1 && image_size == reference.image_size && reference_hash;
-  state.SetLabel(reports_hash ? "hash=" + reference_hash->latent_sha256 + " image=" + reference_hash->image_sha256 +
-                                    " output=" + reference_hash->output_sha256 + " case=" + reference.id + " " +
-                                    prepared->settings
-                              : prepared->settings);
+  if (judged) timed.publish(state);
+  state.SetLabel(prepared->settings);
 }
 
 void BM_E2E_Image(benchmark::State& state) { run_e2e(state, Work::image, 1); }

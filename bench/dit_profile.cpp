@@ -1,6 +1,6 @@
 // Fixed during a session (the performance harness).
 // dit_profile: per-phase GPU times of one image (a corpus case) from the engine's NVTX ranges.
-// `dit-ar profile` runs it (with DIT_RUN_DIR set: the JSON goes to $DIT_RUN_DIR/profile.json).
+// `dit-ar profile` runs it (with DIT_OUTPUT_DIR set: the JSON goes to $DIT_OUTPUT_DIR/profile.json).
 //
 // It links an NVTX injection into itself (NVTX's static injection, dit_profile_nvtx_hook.cpp):
 // every range push and pop of the engine (and the tool's own "generate",
@@ -310,7 +310,7 @@ int run(const Options& options) {
     json["phases"].push_back({{"path", p.path}, {"calls", p.calls}, {"total_ms", p.total_ms}, {"self_ms", p.self_ms}});
   }
   std::string out = options.out;
-  if (out.empty() && std::getenv("DIT_RUN_DIR")) out = std::string(std::getenv("DIT_RUN_DIR")) + "/profile.json";
+  if (out.empty() && std::getenv("DIT_OUTPUT_DIR")) out = std::string(std::getenv("DIT_OUTPUT_DIR")) + "/profile.json";
   if (!out.empty()) {
     std::ofstream file(out);
     file << json.dump(2) << "\n";
@@ -329,7 +329,7 @@ int main(int argc, char** argv) {
   app.add_option("--case", options.case_id, "corpus case id (default: the gate set corpus's first case)");
   app.add_option("--precision", options.precision, "fp32, tf32, fp16 or bf16 (default: the GPU gate set's)");
   app.add_option("--steps", options.steps, "override the case's step count (e.g. 2 under ncu)");
-  app.add_option("--out", options.out, "JSON output (default: $DIT_RUN_DIR/profile.json when set)");
+  app.add_option("--out", options.out, "JSON output (default: $DIT_OUTPUT_DIR/profile.json when set)");
   if (const auto code = dit::bench::parse_tool_arguments(app, argc, argv)) return *code;
   try {
     return run(options);

@@ -10,7 +10,7 @@
 #                     [SMOKE_ARGS arg ...] [PERF_ARGS arg ...])
 #     A Google Benchmark executable with two CTest tests: `<name>.smoke` (label `bench-smoke`,
 #     a very short run) and `<name>.perf` (label `perf`, RUN_SERIAL, JSON written to
-#     $DIT_RUN_DIR or the build tree). GPU benchmarks skip like GPU tests.
+#     $DIT_OUTPUT_DIR/bench/ or the build tree). GPU benchmarks skip like GPU tests.
 include_guard(GLOBAL)
 
 set(DIT_TEST_DATA_DIR "${CMAKE_CURRENT_LIST_DIR}/../tests/data" CACHE PATH "Reference vectors and test fixtures")
@@ -65,8 +65,9 @@ function(dit_add_benchmark)
   add_test(NAME ${arg_NAME}.smoke
     COMMAND ${arg_NAME} --benchmark_min_time=0.01 --benchmark_repetitions=1 ${arg_SMOKE_ARGS})
   set_property(TEST ${arg_NAME}.smoke PROPERTY LABELS bench-smoke)
-  # The benchmark's main (bench/support) writes its JSON to $DIT_RUN_DIR/bench/<name>.json
-  # when the driver sets DIT_RUN_DIR, else to bench-results/ in the build tree.
+  # The benchmark's main (bench/support) writes its JSON to $DIT_OUTPUT_DIR/bench/<name>.json
+  # when the driver sets DIT_OUTPUT_DIR (the candidate's test processes), else to bench-results/
+  # in the build tree.
   add_test(NAME ${arg_NAME}.perf COMMAND ${arg_NAME} ${arg_PERF_ARGS})
   set_property(TEST ${arg_NAME}.perf PROPERTY ENVIRONMENT
     DIT_BENCH_NAME=${arg_NAME} DIT_BENCH_DEFAULT_DIR=${CMAKE_BINARY_DIR}/bench-results)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +54,28 @@ std::string command_output(const std::string& command) {
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == ' ')) out.pop_back();
   return out;
 }
+
+// splitmix64's finalizer: a bijection of the 64-bit integers that mixes every bit.
+uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+TimedRequest& process_request() {
+  static TimedRequest request;
+  return request;
+}
+
+// The harness's own options: declared like a suite's, so that split_arguments takes them out
+// of argv and --help lists them.
+const Option request_seed_option("request-seed",
+                                 "the performance gate's request seed: timed image i's seed and class label come "
+                                 "from it and i (a decimal 64-bit number)",
+                                 "0");
+const Option outputs_dir_option("outputs-dir",
+                                "folder the objective benchmark writes each timed image's outputs to "
+                                "(image-<i>.*), after its timed region");
 
 void print_usage(const char* program) {
   std::printf("%s: a DiT AutoResearch benchmark suite (Google Benchmark flags apply).\n", program);
@@ -110,12 +133,61 @@ ParsedArguments split_arguments(const std::vector<std::string>& arguments,
   return parsed;
 }
 
-std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name, const char* default_dir) {
+std::optional<std::string> default_json_path(const char* output_dir, const char* bench_name, const char* default_dir) {
   if (!bench_name || !*bench_name) return std::nullopt;
   const std::string file = std::string(bench_name) + ".json";
-  if (run_dir && *run_dir) return (std::filesystem::path(run_dir) / "bench" / file).string();
+  if (output_dir && *output_dir) return (std::filesystem::path(output_dir) / "bench" / file).string();
   if (default_dir && *default_dir) return (std::filesystem::path(default_dir) / file).string();
   return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The timed-outputs protocol
+
+TimedRequest parse_timed_request(const std::map<std::string, std::string>& values) {
+  TimedRequest request;
+  if (auto found = values.find(request_seed_option.name()); found != values.end()) {
+    const std::string& text = found->second;
+    uint64_t seed = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seed);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
+      throw std::invalid_argument("--request-seed=" + text + " is not a decimal 64-bit number");
+    }
+    request.seed = seed;
+  }
+  if (auto found = values.find(outputs_dir_option.name()); found != values.end()) {
+    if (found->second.empty()) throw std::invalid_argument("--outputs-dir needs a folder");
+    request.outputs_dir = std::filesystem::path(found->second);
+  }
+  return request;
+}
+
+const TimedRequest& timed_request() { return process_request(); }
+
+ImageRequest image_request(uint64_t request_seed, uint64_t index, int classes) {
+  // Distinct odd multiples of the golden ratio apart, then mixed: distinct indices give distinct
+  // seeds, and the label is drawn from the seed.
+  ImageRequest request;
+  request.seed = mix64(request_seed + (index + 1) * 0x9e3779b97f4a7c15ULL);
+  request.class_label =
+      classes > 0 ? static_cast<int>(mix64(request.seed ^ 0xd1b54a32d192ed03ULL) % static_cast<uint64_t>(classes)) : 0;
+  return request;
+}
+
+std::string image_output_name(uint64_t index) { return "image-" + std::to_string(index); }
+
+std::filesystem::path image_output_path(const std::filesystem::path& dir, uint64_t index, const std::string& kind) {
+  return dir / (image_output_name(index) + "." + kind);
+}
+
+void TimedImages::publish(benchmark::State& state) const {
+  state.counters["timed_images"] = benchmark::Counter(static_cast<double>(count_));
+  state.counters["timed_seconds"] = benchmark::Counter(seconds_);
+}
+
+TimedImages& timed_images() {
+  static TimedImages images;
+  return images;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,11 +260,27 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
     std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
     return 2;
   }
+  for (auto& [name, record] : option_registry()) record.given.reset();
   for (const auto& [name, value] : parsed.values) option_registry()[name].given = value;
+  try {
+    process_request() = parse_timed_request(parsed.values);
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "%s: %s\n", argv[0], error.what());
+    return 2;
+  }
+  if (const auto& outputs = process_request().outputs_dir) {
+    std::error_code error;
+    std::filesystem::create_directories(*outputs, error);
+    if (error) {
+      std::fprintf(stderr, "%s: cannot create the outputs folder %s: %s\n", argv[0], outputs->c_str(),
+                   error.message().c_str());
+      return 2;
+    }
+  }
 
   std::vector<std::string> benchmark_arguments = parsed.remaining;
   if (!has_flag(benchmark_arguments, "--benchmark_out") && !has_flag(benchmark_arguments, "--benchmark_list_tests")) {
-    const auto path = default_json_path(std::getenv("DIT_RUN_DIR"), std::getenv("DIT_BENCH_NAME"),
+    const auto path = default_json_path(std::getenv("DIT_OUTPUT_DIR"), std::getenv("DIT_BENCH_NAME"),
                                         std::getenv("DIT_BENCH_DEFAULT_DIR"));
     if (path) {
       std::error_code error;

@@ -1,12 +1,14 @@
 // Fixed during a session (the performance harness).
 // The shared main of every benchmark binary and the helpers that need no GPU: suite options
-// beyond Google Benchmark's flags, where the JSON goes, the build and commit context, and
-// rate counters computed from the timed seconds.
+// beyond Google Benchmark's flags, the performance gate's timed-outputs protocol (the request
+// seed, the outputs folder, the count of timed images), where the JSON goes, the build and
+// commit context, and rate counters computed from the timed seconds.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -43,10 +45,65 @@ ParsedArguments split_arguments(const std::vector<std::string>& arguments,
                                 const std::vector<std::string>& option_names);
 
 // Where a run writes its JSON when the command line names no --benchmark_out: under the
-// driver's run directory (`$DIT_RUN_DIR/bench/<name>.json`), else the perf test's default
-// directory (`$DIT_BENCH_DEFAULT_DIR/<name>.json`). Only perf runs set DIT_BENCH_NAME; a smoke
-// run or a run by hand writes no file unless asked, so it never overwrites a perf result.
-std::optional<std::string> default_json_path(const char* run_dir, const char* bench_name, const char* default_dir);
+// candidate's outputs directory (`$DIT_OUTPUT_DIR/bench/<name>.json`, set by the driver for its
+// test processes), else the perf test's default directory (`$DIT_BENCH_DEFAULT_DIR/<name>.json`).
+// Only perf runs set DIT_BENCH_NAME; a smoke run or a run by hand writes no file unless asked,
+// so it never overwrites a perf result.
+std::optional<std::string> default_json_path(const char* output_dir, const char* bench_name, const char* default_dir);
+
+// --- The timed-outputs protocol (driver/README.md: the performance gate) ------------------------
+//
+// `--request-seed=N` (a decimal 64-bit number; 0 when not given) and `--outputs-dir=D` are the
+// harness's own options: run_main takes them out of argv before Google Benchmark sees it. An
+// objective benchmark (BM_E2E_Image, BM_CpuForward) derives timed image i's request from N and i
+// (image_request), ends each timed region at its own device synchronisation and the copy of the
+// outputs to the host, and after the timed region writes image i's files into D when D is given
+// (image_output_path). i counts every timed iteration of those benchmarks in the process, from
+// 0: every repetition, and Google Benchmark's calibration runs too (it runs a benchmark with 1,
+// 10, ... iterations until the timed work is long enough, and reports only the last run). The
+// counters `timed_images` and `timed_seconds` of every entry they report say how many images
+// the process has timed so far and their timed seconds, calibration runs included, so that the
+// performance gate can count the images and the timed time of a whole process.
+struct TimedRequest {
+  uint64_t seed = 0;
+  std::optional<std::filesystem::path> outputs_dir;  // nothing is written without it
+};
+// From the harness options' values (ParsedArguments::values). Throws std::invalid_argument for a
+// seed that is not a decimal 64-bit number, or an empty outputs folder.
+TimedRequest parse_timed_request(const std::map<std::string, std::string>& values);
+// This process's request, as run_main read it from the command line.
+const TimedRequest& timed_request();
+
+// Image i's request: a seed (distinct for distinct i under one N, and unpredictable without N)
+// and a class label in [0, classes).
+struct ImageRequest {
+  uint64_t seed = 0;
+  int class_label = 0;
+};
+ImageRequest image_request(uint64_t request_seed, uint64_t index, int classes);
+// Indices from here on are for benchmarks that write no outputs (batches, the latents alone):
+// their requests still come from N, and never repeat a timed image's.
+inline constexpr uint64_t kUnjudgedImageIndexBase = uint64_t{1} << 63;
+
+// "image-<i>", and `dir`/image-<i>.<kind> ("latent.safetensors", "png", "output.safetensors").
+std::string image_output_name(uint64_t index);
+std::filesystem::path image_output_path(const std::filesystem::path& dir, uint64_t index, const std::string& kind);
+
+// The process's timed images: the index of the next, and the timed seconds of all so far.
+class TimedImages {
+ public:
+  uint64_t begin_image() { return count_++; }  // the index of the image about to be timed
+  void add_timed_seconds(double seconds) { seconds_ += seconds; }
+  uint64_t count() const { return count_; }
+  double seconds() const { return seconds_; }
+  // Sets the counters timed_images and timed_seconds (process totals so far) on the entry.
+  void publish(benchmark::State& state) const;
+
+ private:
+  uint64_t count_ = 0;
+  double seconds_ = 0.0;
+};
+TimedImages& timed_images();
 
 // Context that needs no GPU: commit (DIT_COMMIT, else `git describe` of the source tree),
 // build type, CUDA architectures, compiler, build directory, host name.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,9 @@ TEST(SplitArguments, RejectsAnOptionWithoutValue) {
   EXPECT_THROW(split_arguments({"b", "--weights"}, {"weights"}), std::invalid_argument);
 }
 
-TEST(DefaultJsonPath, PrefersTheRunDirectoryThenTheDefaultDirectory) {
-  EXPECT_EQ(default_json_path("/runs/7", "bench_e2e", "/build/bench-results"),
-            std::optional<std::string>("/runs/7/bench/bench_e2e.json"));
+TEST(DefaultJsonPath, PrefersTheOutputsDirectoryThenTheDefaultDirectory) {
+  EXPECT_EQ(default_json_path("/runs/7/outputs", "bench_e2e", "/build/bench-results"),
+            std::optional<std::string>("/runs/7/outputs/bench/bench_e2e.json"));
   EXPECT_EQ(default_json_path(nullptr, "bench_e2e", "/build/bench-results"),
             std::optional<std::string>("/build/bench-results/bench_e2e.json"));
   EXPECT_EQ(default_json_path("", "bench_e2e", "/d"), std::optional<std::string>("/d/bench_e2e.json"));
@@ -51,6 +52,53 @@ TEST(DefaultJsonPath, WritesNothingForRunsThatAreNotPerfRuns) {
   EXPECT_EQ(default_json_path("/runs/7", nullptr, "/d"), std::nullopt);  // smoke runs
   EXPECT_EQ(default_json_path("/runs/7", "", "/d"), std::nullopt);
   EXPECT_EQ(default_json_path(nullptr, "bench_e2e", nullptr), std::nullopt);
+}
+
+TEST(TimedRequest, ReadsTheSeedAndTheOutputsFolder) {
+  TimedRequest request = parse_timed_request({});
+  EXPECT_EQ(request.seed, 0u);
+  EXPECT_EQ(request.outputs_dir, std::nullopt);
+  request = parse_timed_request({{"request-seed", "18446744073709551615"}, {"outputs-dir", "/perf/best/3"}});
+  EXPECT_EQ(request.seed, 18446744073709551615ull);
+  EXPECT_EQ(request.outputs_dir, std::filesystem::path("/perf/best/3"));
+  for (const char* bad : {"", "-1", "12x", "0x10", "18446744073709551616", " 5"}) {
+    EXPECT_THROW(parse_timed_request({{"request-seed", bad}}), std::invalid_argument) << bad;
+  }
+  EXPECT_THROW(parse_timed_request({{"outputs-dir", ""}}), std::invalid_argument);
+}
+
+TEST(TimedRequest, HarnessOptionsNeverReachGoogleBenchmark) {
+  std::vector<std::string> names;
+  for (const auto& [name, help] : option_help()) names.push_back(name);
+  const ParsedArguments parsed = split_arguments(
+      {"bench_cpu", "--benchmark_filter=^BM_CpuForward/batch:1/", "--request-seed=7", "--outputs-dir", "/o/0"}, names);
+  EXPECT_EQ(parsed.remaining, (std::vector<std::string>{"bench_cpu", "--benchmark_filter=^BM_CpuForward/batch:1/"}));
+  EXPECT_EQ(parsed.values.at("request-seed"), "7");
+  EXPECT_EQ(parsed.values.at("outputs-dir"), "/o/0");
+}
+
+TEST(ImageRequest, IsAFunctionOfTheSeedAndTheIndexOnly) {
+  std::set<uint64_t> seeds;
+  for (uint64_t index = 0; index < 1000; ++index) {
+    const ImageRequest request = image_request(42, index, 1000);
+    EXPECT_EQ(request.seed, image_request(42, index, 1000).seed);
+    EXPECT_EQ(request.class_label, image_request(42, index, 1000).class_label);
+    EXPECT_GE(request.class_label, 0);
+    EXPECT_LT(request.class_label, 1000);
+    seeds.insert(request.seed);
+    seeds.insert(image_request(42, kUnjudgedImageIndexBase + index, 1000).seed);
+  }
+  EXPECT_EQ(seeds.size(), 2000u);  // never repeated, timed or not
+  EXPECT_NE(image_request(42, 0, 1000).seed, image_request(43, 0, 1000).seed);
+  std::set<int> labels;
+  for (uint64_t index = 0; index < 200; ++index) labels.insert(image_request(7, index, 1000).class_label);
+  EXPECT_GT(labels.size(), 150u);  // spread over the classes
+}
+
+TEST(ImageRequest, OutputFileNames) {
+  EXPECT_EQ(image_output_name(0), "image-0");
+  EXPECT_EQ(image_output_path("/o/3", 12, "latent.safetensors"),
+            std::filesystem::path("/o/3/image-12.latent.safetensors"));
 }
 
 TEST(Quantile, InterpolatesBetweenOrderStatistics) {
@@ -93,6 +141,23 @@ void BM_SupportTestSum(benchmark::State& state) {
 }
 BENCHMARK(BM_SupportTestSum);
 
+// A benchmark that follows the timed-outputs protocol, fast enough that Google Benchmark
+// calibrates (runs it with 1, 10, ... iterations and reports only the last run).
+void BM_SupportTestTimedImages(benchmark::State& state) {
+  TimedImages& timed = timed_images();
+  for (auto _ : state) {
+    const uint64_t index = timed.begin_image();
+    const ImageRequest request = image_request(timed_request().seed, index, 1000);
+    state.SetIterationTime(1e-5);
+    timed.add_timed_seconds(1e-5);
+    if (timed_request().outputs_dir) {
+      std::ofstream(image_output_path(*timed_request().outputs_dir, index, "txt")) << request.seed;
+    }
+  }
+  timed.publish(state);
+}
+BENCHMARK(BM_SupportTestTimedImages)->UseManualTime()->Repetitions(2);
+
 // Runs run_main as a benchmark binary would be run, with the given environment.
 int run_main_with(std::vector<std::string> arguments, const DeviceProbe& probe) {
   std::vector<char*> argv;
@@ -106,7 +171,7 @@ class RunMain : public testing::Test {
   void SetUp() override {
     directory_ = std::filesystem::temp_directory_path() / ("dit-bench-support-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(directory_);
-    for (const char* name : {"DIT_RUN_DIR", "DIT_BENCH_NAME", "DIT_BENCH_DEFAULT_DIR", "DIT_REQUIRE_GPU"})
+    for (const char* name : {"DIT_OUTPUT_DIR", "DIT_BENCH_NAME", "DIT_BENCH_DEFAULT_DIR", "DIT_REQUIRE_GPU"})
       unsetenv(name);
   }
   void TearDown() override { std::filesystem::remove_all(directory_); }
@@ -115,8 +180,10 @@ class RunMain : public testing::Test {
 
 // Google Benchmark 1.7 frees its context in Shutdown() without forgetting it, so one process
 // can complete run_main once: this is the only test that runs benchmarks to the end.
-TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheRunDirectory) {
-  setenv("DIT_RUN_DIR", directory_.c_str(), 1);
+// It also runs the protocol's harness end to end: --request-seed and --outputs-dir, every timed
+// image written, calibration runs included, and counted in the reported entries.
+TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheOutputsDirectory) {
+  setenv("DIT_OUTPUT_DIR", directory_.c_str(), 1);
   setenv("DIT_BENCH_NAME", "bench_support_test", 1);
   setenv("DIT_BENCH_DEFAULT_DIR", (directory_ / "unused").c_str(), 1);
   setenv("DIT_COMMIT", "abc1234-test", 1);
@@ -124,9 +191,11 @@ TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheRunDirectory) {
     context.emplace_back("gpu_name", "Test GPU");
     return std::optional<std::string>();
   };
-  ASSERT_EQ(
-      run_main_with({"bench_support_test", "--benchmark_filter=BM_SupportTestSum", "--benchmark_min_time=0.001"}, gpu),
-      0);
+  const std::filesystem::path outputs = directory_ / "perf" / "0";
+  ASSERT_EQ(run_main_with({"bench_support_test", "--benchmark_filter=BM_SupportTest(Sum|TimedImages)",
+                           "--benchmark_min_time=0.001", "--request-seed=99", "--outputs-dir=" + outputs.string()},
+                          gpu),
+            0);
   const std::filesystem::path written = directory_ / "bench" / "bench_support_test.json";
   ASSERT_TRUE(std::filesystem::exists(written));
   EXPECT_FALSE(std::filesystem::exists(directory_ / "unused"));
@@ -136,10 +205,34 @@ TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheRunDirectory) {
   for (const char* key : {"dit_build_type", "dit_cuda_architectures", "dit_compiler", "dit_build_dir", "dit_host"}) {
     EXPECT_TRUE(json["context"].contains(key)) << key;
   }
-  ASSERT_EQ(json["benchmarks"].size(), 1u);
+  ASSERT_GE(json["benchmarks"].size(), 3u);
   EXPECT_EQ(json["benchmarks"][0]["name"], "BM_SupportTestSum");
   EXPECT_EQ(json["benchmarks"][0]["answer"], 42);
   unsetenv("DIT_COMMIT");
+
+  // The timed images: files 0..n-1, n the last entry's timed_images, more than the reported
+  // iterations (the calibration runs), each from the request seed and its index.
+  int64_t reported = 0;
+  double counted = 0;
+  for (const auto& entry : json["benchmarks"]) {
+    if (entry["run_type"] != "iteration" || entry["run_name"] != "BM_SupportTestTimedImages/repeats:2/manual_time") {
+      continue;
+    }
+    reported += entry["iterations"].get<int64_t>();
+    counted = std::max(counted, entry["timed_images"].get<double>());
+    EXPECT_NEAR(entry["timed_seconds"].get<double>(), entry["timed_images"].get<double>() * 1e-5, 1e-9);
+  }
+  const auto count = static_cast<uint64_t>(counted);
+  EXPECT_GT(count, static_cast<uint64_t>(reported));
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(outputs)) ++files;
+  EXPECT_EQ(files, count);
+  for (uint64_t index = 0; index < count; ++index) {
+    uint64_t seed = 0;
+    std::ifstream(image_output_path(outputs, index, "txt")) >> seed;
+    EXPECT_EQ(seed, image_request(99, index, 1000).seed) << index;
+  }
+  EXPECT_EQ(timed_request().seed, 99u);
 }
 
 TEST_F(RunMain, GpuSuiteSkipsWithoutAGpuAndFailsWhenOneIsRequired) {
@@ -150,6 +243,11 @@ TEST_F(RunMain, GpuSuiteSkipsWithoutAGpuAndFailsWhenOneIsRequired) {
 }
 
 TEST_F(RunMain, RejectsUnknownFlagsWithExitCode2) { EXPECT_EQ(run_main_with({"bench_x", "--no-such-flag=1"}, {}), 2); }
+
+TEST_F(RunMain, RejectsAMalformedRequestSeedWithExitCode2) {
+  EXPECT_EQ(run_main_with({"bench_x", "--request-seed=twelve"}, {}), 2);
+  EXPECT_EQ(run_main_with({"bench_x", "--request-seed"}, {}), 2);
+}
 
 }  // namespace
 }  // namespace dit::bench
