@@ -1,9 +1,9 @@
 // Google Benchmark JSON: every key of an entry that is not a known field is a user counter.
 #include "driver/benchmark_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
 #include "core/error.h"
 
@@ -57,6 +57,9 @@ std::vector<BenchmarkEntry> parse_benchmark_json(const nlohmann::json& document,
     entry.name = item.value("name", "");
     entry.run_name = item.value("run_name", entry.name);
     entry.run_type = item.value("run_type", "iteration");
+    if (item.contains("iterations") && item["iterations"].is_number()) {
+      entry.iterations = item["iterations"].get<std::int64_t>();
+    }
     entry.real_time = item.value("real_time", 0.0);
     entry.cpu_time = item.value("cpu_time", 0.0);
     entry.time_unit = item.value("time_unit", "ns");
@@ -91,26 +94,31 @@ double entry_value(const BenchmarkEntry& entry, const std::string& metric, const
   return found->second;
 }
 
-std::optional<std::string> label_token(const BenchmarkEntry& entry, const std::string& key) {
-  std::istringstream tokens(entry.label);
-  for (std::string token; tokens >> token;) {
-    if (token.size() > key.size() && token.compare(0, key.size(), key) == 0 && token[key.size()] == '=') {
-      return token.substr(key.size() + 1);
+TimedTotals timed_totals(const std::vector<BenchmarkEntry>& entries, const std::string& name) {
+  TimedTotals totals;
+  bool counted = true;
+  double images = 0.0;
+  double counted_seconds = 0.0;
+  for (const auto& entry : entries) {
+    if (!entry_matches(entry, name)) continue;
+    ++totals.entries;
+    totals.iterations += entry.iterations;
+    totals.seconds += entry.real_time * time_unit_factor(entry.time_unit, "s") * static_cast<double>(entry.iterations);
+    auto found_images = entry.counters.find(kTimedImagesCounter);
+    auto found_seconds = entry.counters.find(kTimedSecondsCounter);
+    if (found_images == entry.counters.end() || found_seconds == entry.counters.end()) {
+      counted = false;
+      continue;
     }
+    images = std::max(images, found_images->second);
+    counted_seconds = std::max(counted_seconds, found_seconds->second);
   }
-  return std::nullopt;
-}
-
-std::optional<std::string> entry_hash(const BenchmarkEntry& entry) {
-  if (auto hash = label_token(entry, "hash")) return hash;
-  auto found = entry.counters.find("hash");
-  if (found != entry.counters.end()) {
-    std::ostringstream text;
-    text.precision(17);
-    text << found->second;
-    return text.str();
+  if (counted && totals.entries > 0) {
+    totals.iterations = static_cast<std::int64_t>(std::llround(images));
+    totals.seconds = counted_seconds;
+    totals.from_counters = true;
   }
-  return std::nullopt;
+  return totals;
 }
 
 }  // namespace dit::ar

@@ -1,7 +1,9 @@
-// Reads Google Benchmark's JSON output (1.7 and 1.8): per entry its timings, counters and
-// label, and the samples of one objective converted to a chosen unit.
+// Reads Google Benchmark's JSON output (1.7 and 1.8): per entry its timings, iterations,
+// counters and label, the samples of one objective converted to a chosen unit, and what one
+// benchmark process timed of it (the performance gate's timed-outputs protocol).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -16,6 +18,7 @@ struct BenchmarkEntry {
   std::string name;      // e.g. "BM_E2E/256/manual_time"
   std::string run_name;  // without aggregate suffixes (1.7+); equals name when absent
   std::string run_type;  // "iteration" or "aggregate"
+  std::int64_t iterations = 0;
   double real_time = 0.0;
   double cpu_time = 0.0;
   std::string time_unit = "ns";
@@ -34,10 +37,23 @@ bool entry_matches(const BenchmarkEntry& entry, const std::string& name);
 // are returned as they are). Throws dit::Error naming what is missing.
 double entry_value(const BenchmarkEntry& entry, const std::string& metric, const std::string& unit);
 
-// The output hash a benchmark reports, from a "hash=<hex>" label token or a "hash" counter.
-std::optional<std::string> entry_hash(const BenchmarkEntry& entry);
-// The value of a "key=value" token of the label ("case=gpu-256-a"), if present.
-std::optional<std::string> label_token(const BenchmarkEntry& entry, const std::string& key);
+// The counters the benchmark harness (bench/support) publishes on an entry of a benchmark that
+// writes timed outputs: the process's timed images so far and their timed seconds, Google
+// Benchmark's calibration runs (never reported as entries) included.
+inline constexpr const char* kTimedImagesCounter = "timed_images";
+inline constexpr const char* kTimedSecondsCounter = "timed_seconds";
+
+// What one benchmark process timed of the objective `name`: its timed iterations and their total
+// timed seconds. From the harness's counters when every entry of the objective carries both (the
+// largest of each: they count over the whole process), else the sum of `iterations` and of
+// real_time x iterations over the objective's entries. `entries` is how many entries matched.
+struct TimedTotals {
+  std::int64_t iterations = 0;
+  double seconds = 0.0;
+  std::size_t entries = 0;
+  bool from_counters = false;
+};
+TimedTotals timed_totals(const std::vector<BenchmarkEntry>& entries, const std::string& name);
 
 double time_unit_factor(const std::string& from, const std::string& to);  // multiply by it
 

@@ -1,17 +1,28 @@
-// Decision rules of the performance gate; every reason names the numbers behind it.
+// The performance gate: its decision rules (every reason names the numbers behind it), its
+// request, the timed-outputs protocol's checks and the measuring loop dit-perf-gate runs.
 #include "driver/performance_gate.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
-#include "core/files.h"
-#include "driver/statistics.h"
 #include "core/error.h"
+#include "core/files.h"
+#include "core/safetensors.h"
+#include "core/sha256.h"
+#include "driver/process.h"
+#include "driver/statistics.h"
 
 namespace dit::ar {
 
 namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
 
 std::string format(double value, int digits = 4) {
   std::ostringstream text;
@@ -44,22 +55,184 @@ void check_guardrail(GateReport& report, nlohmann::json& record, const std::stri
   }
 }
 
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  std::size_t start = 0;
-  while (start < text.size() && std::isspace(static_cast<unsigned char>(text[start]))) ++start;
-  return text.substr(start);
+// --- perf-request.json field readers: each names the field on error ---------------------------
+
+[[noreturn]] void request_error(const std::string& where, const std::string& message) {
+  throw Error(ErrorKind::invalid_file, where + ": " + message);
 }
 
-std::optional<std::string> consistent_hash(const Measurement& measurement, GateReport& report,
-                                           const std::string& side) {
-  if (measurement.hashes.empty()) return std::nullopt;
-  std::set<std::string> distinct(measurement.hashes.begin(), measurement.hashes.end());
-  if (distinct.size() > 1) {
-    report.reasons.push_back("the " + side + " reported " + std::to_string(distinct.size()) +
-                             " different output hashes across runs (nondeterministic output)");
+void reject_unknown(const json& object, const std::string& where, const std::set<std::string>& known) {
+  for (const auto& [key, value] : object.items()) {
+    if (known.count(key)) continue;
+    std::string list;
+    for (const auto& name : known) list += (list.empty() ? "" : ", ") + name;
+    request_error(where + key, "unknown field (known: " + list + ")");
   }
-  return *distinct.begin();
+}
+
+const json* field(const json& object, const std::string& key) {
+  auto found = object.find(key);
+  return found == object.end() ? nullptr : &*found;
+}
+
+std::string string_field(const json& object, const std::string& key, const std::string& where,
+                         const std::optional<std::string>& fallback = std::nullopt) {
+  const json* value = field(object, key);
+  if (!value) {
+    if (fallback) return *fallback;
+    request_error(where + key, "missing (a string is required)");
+  }
+  if (!value->is_string()) request_error(where + key, "must be a string, not " + std::string(value->type_name()));
+  return value->get<std::string>();
+}
+
+fs::path absolute_path_field(const json& object, const std::string& key, const std::string& where) {
+  std::string text = string_field(object, key, where);
+  if (text.empty() || text.front() != '/') request_error(where + key, "must be an absolute path, not '" + text + "'");
+  return fs::path(text).lexically_normal();
+}
+
+PerfSide parse_side(const json& document, const std::string& key, const std::string& where) {
+  const json* object = field(document, key);
+  if (!object) request_error(where + key, "missing (an object is required)");
+  if (!object->is_object()) request_error(where + key, "must be an object");
+  const std::string at = where + key + ".";
+  reject_unknown(*object, at, {"build_dir", "outputs_dir", "command_prefix", "environment"});
+  PerfSide side;
+  side.build_dir = absolute_path_field(*object, "build_dir", at);
+  side.outputs_dir = absolute_path_field(*object, "outputs_dir", at);
+  if (const json* prefix = field(*object, "command_prefix")) {
+    if (!prefix->is_array()) request_error(at + "command_prefix", "must be a list of strings");
+    for (std::size_t i = 0; i < prefix->size(); ++i) {
+      const json& item = (*prefix)[i];
+      if (!item.is_string() || item.get<std::string>().empty()) {
+        request_error(at + "command_prefix[" + std::to_string(i) + "]", "must be a non-empty string");
+      }
+      side.command_prefix.push_back(item.get<std::string>());
+    }
+  }
+  if (const json* environment = field(*object, "environment")) {
+    if (!environment->is_object()) request_error(at + "environment", "must be an object of strings");
+    for (const auto& [name, value] : environment->items()) {
+      if (name.empty() || name.find('=') != std::string::npos) {
+        request_error(at + "environment", "'" + name + "' is not a variable name");
+      }
+      if (!value.is_string()) request_error(at + "environment." + name, "must be a string");
+      side.environment[name] = value.get<std::string>();
+    }
+  }
+  return side;
+}
+
+bool is_safetensors_kind(const std::string& kind) {
+  const std::string suffix = ".safetensors";
+  return kind == "safetensors" ||
+         (kind.size() > suffix.size() && kind.compare(kind.size() - suffix.size(), suffix.size(), suffix) == 0);
+}
+
+std::string image_file(std::uint64_t index, const std::string& kind) {
+  return "image-" + std::to_string(index) + "." + kind;
+}
+
+// Why image `index` differs between the sides under `rule`; empty when it agrees.
+std::string image_difference(std::uint64_t index, const std::map<std::string, OutputFile>& candidate,
+                             const std::map<std::string, OutputFile>& best, const OutputRule& rule,
+                             double& max_relative) {
+  std::set<std::string> kinds;
+  for (const auto& [kind, file] : candidate) kinds.insert(kind);
+  for (const auto& [kind, file] : best) kinds.insert(kind);
+  for (const std::string& kind : kinds) {
+    if (!rule.exact && !is_safetensors_kind(kind)) continue;
+    const std::string name = image_file(index, kind);
+    auto c = candidate.find(kind);
+    auto b = best.find(kind);
+    if (c == candidate.end()) return name + " was written by the best only";
+    if (b == best.end()) return name + " was written by the candidate only";
+    if (rule.exact) {
+      if (c->second.sha256 != b->second.sha256) return name + " is not byte-identical";
+      continue;
+    }
+    if (!c->second.unreadable.empty()) return "the candidate's " + name + " cannot be read: " + c->second.unreadable;
+    if (!b->second.unreadable.empty()) return "the best's " + name + " cannot be read: " + b->second.unreadable;
+    std::set<std::string> names;
+    for (const auto& [tensor, value] : c->second.tensors) names.insert(tensor);
+    for (const auto& [tensor, value] : b->second.tensors) names.insert(tensor);
+    for (const std::string& tensor : names) {
+      auto ct = c->second.tensors.find(tensor);
+      auto bt = b->second.tensors.find(tensor);
+      if (ct == c->second.tensors.end() || bt == b->second.tensors.end()) {
+        return name + " holds tensor '" + tensor + "' on one side only";
+      }
+      if (ct->second.shape != bt->second.shape) {
+        return "tensor '" + tensor + "' of " + name + " has shape " + shape_string(ct->second.shape) + ", the best's " +
+               shape_string(bt->second.shape);
+      }
+      double relative = relative_l2(ct->second, bt->second);
+      max_relative = std::max(max_relative, std::isnan(relative) ? std::numeric_limits<double>::infinity() : relative);
+      if (!(relative <= rule.tolerance)) {
+        return "tensor '" + tensor + "' of " + name + " is " + format(relative) +
+               " relative L2 from the best's (tolerance " + format(rule.tolerance) + ")";
+      }
+    }
+  }
+  return "";
+}
+
+// The protocol's checks of one side's outputs on their own.
+void check_side(const SideOutputs& side, const std::string& who, std::vector<std::string>& reasons) {
+  const std::string prefix = "timed outputs invalid: the " + who;
+  if (!side.unexpected.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < side.unexpected.size() && i < 5; ++i) list += (i ? ", " : "") + side.unexpected[i];
+    if (side.unexpected.size() > 5) list += ", ...";
+    reasons.push_back(prefix + " wrote " + std::to_string(side.unexpected.size()) +
+                      " image-* entries that are not image-<i>.<kind> files (" + list + ")");
+  }
+  if (side.images.empty()) {
+    reasons.push_back(prefix + " wrote no timed outputs (its benchmark JSON says it timed " +
+                      std::to_string(side.timed_iterations) + " iterations)");
+    return;
+  }
+  std::uint64_t expected = 0;
+  for (const auto& [index, files] : side.images) {
+    if (index != expected) {
+      reasons.push_back(prefix + "'s images are not contiguous from 0: image " + std::to_string(expected) +
+                        " is missing (" + std::to_string(side.images.size()) + " images, the last image-" +
+                        std::to_string(side.images.rbegin()->first) + ")");
+      break;
+    }
+    ++expected;
+  }
+  if (static_cast<std::int64_t>(side.images.size()) != side.timed_iterations) {
+    reasons.push_back(prefix + " wrote " + std::to_string(side.images.size()) +
+                      " images but its benchmark JSON says it timed " + std::to_string(side.timed_iterations));
+  }
+}
+
+// What one benchmark process of a round left: its wall and timed seconds and its outputs.
+struct ProcessRecord {
+  double wall_seconds = 0.0;
+  TimedTotals timed;
+  SideOutputs outputs;
+  json to_json() const {
+    return {{"wall_seconds", wall_seconds},
+            {"timed_seconds", timed.seconds},
+            {"untimed_seconds", wall_seconds - timed.seconds},
+            {"timed_iterations", timed.iterations},
+            {"timed_from", timed.from_counters ? "harness counters" : "benchmark entries"},
+            {"images", outputs.images.size()}};
+  }
+};
+
+void append_to_log(const fs::path& log, const std::string& line) {
+  std::ofstream out(log, std::ios::app);
+  out << "[dit-perf-gate] " << line << "\n";
+}
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
 }
 
 }  // namespace
@@ -77,8 +250,6 @@ void add_run(Measurement& measurement, const std::vector<BenchmarkEntry>& entrie
     if (!lane.guardrails.peak_memory_counter.empty()) {
       measurement.peak_memory.push_back(entry_value(entry, lane.guardrails.peak_memory_counter, ""));
     }
-    if (auto hash = entry_hash(entry)) measurement.hashes.push_back(*hash);
-    if (auto reported_case = label_token(entry, "case")) measurement.cases.push_back(*reported_case);
   }
 }
 
@@ -128,8 +299,7 @@ double improvement_percent(Direction direction, double candidate, double referen
 }
 
 GateReport evaluate_performance(const Lane& lane, double min_improvement_percent, const Measurement& candidate,
-                                const Measurement& best, const std::optional<Summary>& baseline,
-                                const std::optional<std::string>& expected_hash) {
+                                const Measurement& best, const std::optional<Summary>& baseline) {
   GateReport report;
   report.gate = "performance";
   const auto minimum_count = static_cast<std::size_t>(lane.repetitions);
@@ -189,40 +359,8 @@ GateReport evaluate_performance(const Lane& lane, double min_improvement_percent
   }
   details["guardrails"] = guardrails;
 
-  std::optional<std::string> hash = consistent_hash(candidate, report, "candidate");
-  if (hash) {
-    details["output_hash"] = *hash;
-    if (expected_hash) {
-      details["expected_output_hash"] = *expected_hash;
-      if (*hash != *expected_hash) {
-        report.reasons.push_back("the benchmarked output hash " + *hash + " differs from the quality render's " +
-                                 *expected_hash + " (the timed path is not the judged path)");
-      }
-    }
-  }
   report.passed = report.reasons.empty();
   return report;
-}
-
-// The quality render's hash of the benchmarked case: a text file holding the hash, or a JSON
-// render manifest looked up by the case the benchmark names in its label.
-std::optional<std::string> expected_output_hash(const Lane& lane, const std::filesystem::path& file,
-                                                const Measurement& candidate) {
-  if (lane.objective.expected_hash_file.empty() || !std::filesystem::exists(file)) return std::nullopt;
-  if (file.extension() != ".json") return trimmed(read_text_file(file));
-  if (candidate.cases.empty()) return std::nullopt;
-  nlohmann::json manifest = read_json_file(file);
-  const std::string& reported_case = candidate.cases.front();
-  if (!manifest.contains("cases") || !manifest["cases"].contains(reported_case)) {
-    throw Error(ErrorKind::invalid_file,
-                file.string() + " has no case '" + reported_case + "' (the case the benchmark rendered)");
-  }
-  const nlohmann::json& entry = manifest["cases"][reported_case];
-  if (!entry.contains(lane.objective.expected_hash_field) || !entry[lane.objective.expected_hash_field].is_string()) {
-    throw Error(ErrorKind::invalid_file, file.string() + ": case '" + reported_case + "' has no string field '" +
-                                             lane.objective.expected_hash_field + "'");
-  }
-  return entry[lane.objective.expected_hash_field].get<std::string>();
 }
 
 GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Measurement& second) {
@@ -252,8 +390,315 @@ GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Meas
   report.details["best"]["samples"] = second.samples;
   report.details["objective"] = {
       {"name", lane.objective.name}, {"unit", lane.objective.unit}, {"direction", to_string(lane.objective.direction)}};
-  std::optional<std::string> first_hash = consistent_hash(first, report, "first build");
-  if (first_hash) report.details["output_hash"] = *first_hash;
+  report.passed = report.reasons.empty();
+  return report;
+}
+
+// --- perf-request.json ----------------------------------------------------------------------------
+
+PerfRequest parse_perf_request(const nlohmann::json& document, const std::string& where) {
+  const std::string at = where + ": ";
+  if (!document.is_object()) request_error(where, "must be a JSON object");
+  reject_unknown(document, at,
+                 {"lane", "mode", "min_improvement_percent", "classification", "baseline_performance", "report",
+                  "candidate", "best"});
+  PerfRequest request;
+  const json* lane = field(document, "lane");
+  if (!lane) request_error(at + "lane", "missing (the lane as lane_to_json writes it)");
+  request.lane = lane_from_json(*lane, at + "lane");
+  const std::string mode = string_field(document, "mode", at);
+  if (mode != "compare" && mode != "noise") request_error(at + "mode", "'" + mode + "' is not compare or noise");
+  request.noise = mode == "noise";
+  request.min_improvement_percent = request.lane.min_improvement_percent;
+  if (const json* minimum = field(document, "min_improvement_percent")) {
+    if (!minimum->is_number()) request_error(at + "min_improvement_percent", "must be a number");
+    request.min_improvement_percent = minimum->get<double>();
+    if (!(request.min_improvement_percent >= 0.0)) request_error(at + "min_improvement_percent", "must be >= 0");
+  }
+  request.classification = string_field(document, "classification", at, std::string("exact"));
+  static const std::set<std::string> classifications{"exact", "numerical", "approximate", "quantization"};
+  if (!classifications.count(request.classification)) {
+    request_error(at + "classification",
+                  "'" + request.classification + "' is not exact, numerical, approximate or quantization");
+  }
+  if (const json* baseline = field(document, "baseline_performance"); baseline && !baseline->is_null()) {
+    request.baseline_performance = absolute_path_field(document, "baseline_performance", at);
+  }
+  request.report = absolute_path_field(document, "report", at);
+  request.candidate = parse_side(document, "candidate", at);
+  request.best = parse_side(document, "best", at);
+  if (request.candidate.outputs_dir == request.best.outputs_dir) {
+    request_error(at + "best.outputs_dir", "must differ from candidate.outputs_dir");
+  }
+  return request;
+}
+
+std::vector<std::string> benchmark_command(const PerfSide& side, const Lane& lane, const fs::path& round_dir,
+                                           std::uint64_t seed) {
+  std::vector<std::string> argv = side.command_prefix;
+  argv.push_back((side.build_dir / lane.objective.benchmark).string());
+  for (const auto& argument : lane.objective.arguments) argv.push_back(argument);
+  argv.push_back("--benchmark_out=" + (round_dir / "benchmark.json").string());
+  argv.push_back("--benchmark_out_format=json");
+  argv.push_back("--request-seed=" + std::to_string(seed));
+  argv.push_back("--outputs-dir=" + round_dir.string());
+  return argv;
+}
+
+// --- Timed outputs ------------------------------------------------------------------------------
+
+OutputRule output_rule(const std::string& classification, const Objective& objective) {
+  OutputRule rule;
+  rule.exact = classification == "exact";
+  rule.tolerance = objective.output_tolerance;
+  return rule;
+}
+
+nlohmann::json OutputComparison::to_json() const {
+  json document{{"images_compared", images_compared}, {"differing", json::array()}, {"reasons", reasons}};
+  for (std::size_t i = 0; i < differing.size() && i < 20; ++i) document["differing"].push_back(differing[i]);
+  document["differing_count"] = differing.size();
+  document["max_relative_l2"] = max_relative_l2;
+  return document;
+}
+
+double relative_l2(const Tensor& candidate, const Tensor& reference) {
+  if (candidate.data.size() != reference.data.size()) return std::numeric_limits<double>::infinity();
+  double difference = 0.0;
+  double norm = 0.0;
+  for (std::size_t i = 0; i < reference.data.size(); ++i) {
+    const double delta = static_cast<double>(candidate.data[i]) - static_cast<double>(reference.data[i]);
+    difference += delta * delta;
+    norm += static_cast<double>(reference.data[i]) * static_cast<double>(reference.data[i]);
+  }
+  if (std::isnan(difference) || std::isnan(norm)) return std::numeric_limits<double>::quiet_NaN();
+  if (norm == 0.0) return difference == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::sqrt(difference / norm);
+}
+
+OutputComparison compare_outputs(const SideOutputs& candidate, const SideOutputs& best, const OutputRule& rule) {
+  OutputComparison comparison;
+  check_side(candidate, "candidate", comparison.reasons);
+  check_side(best, "best", comparison.reasons);
+  std::string first;
+  for (const auto& [index, files] : candidate.images) {
+    auto found = best.images.find(index);
+    if (found == best.images.end()) continue;
+    ++comparison.images_compared;
+    std::string difference = image_difference(index, files, found->second, rule, comparison.max_relative_l2);
+    if (difference.empty()) continue;
+    comparison.differing.push_back(index);
+    if (first.empty()) first = difference;
+  }
+  if (!comparison.differing.empty()) {
+    comparison.reasons.push_back("timed outputs differ from the best's (" +
+                                 std::string(rule.exact ? "exact: byte-identical files"
+                                                        : "relative L2 of each tensor <= " + format(rule.tolerance)) +
+                                 "): " + std::to_string(comparison.differing.size()) + " of " +
+                                 std::to_string(comparison.images_compared) + " images, first " + first);
+  }
+  return comparison;
+}
+
+std::optional<std::pair<std::uint64_t, std::string>> parse_image_file_name(const std::string& name) {
+  const std::string prefix = "image-";
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  const std::size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size() || dot + 1 >= name.size()) return std::nullopt;
+  const std::string digits = name.substr(prefix.size(), dot - prefix.size());
+  if (digits.size() > 1 && digits.front() == '0') return std::nullopt;
+  std::uint64_t index = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  std::string kind = name.substr(dot + 1);
+  if (kind.find('/') != std::string::npos) return std::nullopt;
+  return std::make_pair(index, kind);
+}
+
+SideOutputs read_outputs(const fs::path& dir, std::int64_t timed_iterations) {
+  SideOutputs outputs;
+  outputs.timed_iterations = timed_iterations;
+  if (!fs::is_directory(dir)) return outputs;
+  std::vector<fs::directory_entry> entries{fs::directory_iterator(dir), fs::directory_iterator()};
+  std::sort(entries.begin(), entries.end());
+  for (const fs::directory_entry& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("image-", 0) != 0) continue;
+    auto parsed = parse_image_file_name(name);
+    // Only plain files: a link could lead anywhere (the best's files, a device).
+    if (!parsed || entry.symlink_status().type() != fs::file_type::regular) {
+      outputs.unexpected.push_back(name);
+      continue;
+    }
+    OutputFile file;
+    file.sha256 = sha256_file(entry.path().string());
+    file.is_safetensors = is_safetensors_kind(parsed->second);
+    if (file.is_safetensors) {
+      try {
+        SafetensorsFile tensors = SafetensorsFile::open(entry.path().string());
+        for (const auto& [tensor, view] : tensors.tensors()) file.tensors[tensor] = tensors.to_float(tensor);
+      } catch (const std::exception& error) {
+        file.unreadable = error.what();
+        file.tensors.clear();
+      }
+    }
+    outputs.images[parsed->first][parsed->second] = std::move(file);
+  }
+  return outputs;
+}
+
+void delete_outputs(const fs::path& dir) {
+  if (!fs::is_directory(dir)) return;
+  std::vector<fs::path> doomed;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("image-", 0) == 0) doomed.push_back(entry.path());
+  }
+  for (const auto& path : doomed) fs::remove_all(path);
+}
+
+// --- Untimed growth -----------------------------------------------------------------------------
+
+nlohmann::json UntimedGrowth::to_json() const {
+  return {{"candidate_median_seconds", candidate_median},
+          {"best_median_seconds", best_median},
+          {"growth_seconds", growth},
+          {"limit_seconds", limit},
+          {"passed", passed}};
+}
+
+UntimedGrowth check_untimed_growth(const std::vector<double>& candidate_untimed,
+                                   const std::vector<double>& best_untimed, double max_growth_seconds) {
+  UntimedGrowth result;
+  if (candidate_untimed.empty() || best_untimed.empty()) return result;
+  result.candidate_median = median(candidate_untimed);
+  result.best_median = median(best_untimed);
+  result.growth = result.candidate_median - result.best_median;
+  result.limit = max_growth_seconds + kUntimedGrowthFraction * result.best_median;
+  result.passed = result.growth <= result.limit;
+  if (!result.passed) {
+    result.reason = "untimed time grew " + format(result.growth) +
+                    " s per process (median wall minus timed: " + format(result.candidate_median) +
+                    " s vs the best's " + format(result.best_median) + " s; limit " + format(result.limit) +
+                    " s = " + format(max_growth_seconds) + " s + " + format(kUntimedGrowthFraction * 100.0) +
+                    "% of the best's): work moved out of the timed region";
+  }
+  return result;
+}
+
+// --- The whole gate -----------------------------------------------------------------------------
+
+GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
+                                const std::function<std::uint64_t()>& draw_seed) {
+  const Lane& lane = request.lane;
+  const fs::path candidate_binary = request.candidate.build_dir / lane.objective.benchmark;
+  const fs::path best_binary = request.best.build_dir / lane.objective.benchmark;
+  for (const auto& binary : {candidate_binary, best_binary}) {
+    if (!fs::exists(binary)) throw Error(ErrorKind::io, "benchmark binary not found: " + binary.string());
+  }
+  if (!log.parent_path().empty()) fs::create_directories(log.parent_path());
+  const OutputRule rule = output_rule(request.classification, lane.objective);
+
+  // Runs one side once in round `round` and reads (then deletes) what it wrote.
+  auto run_side = [&](const PerfSide& side, const fs::path& binary, const std::string& who, int round,
+                      std::uint64_t seed, Measurement& measurement) {
+    const fs::path round_dir = side.outputs_dir / std::to_string(round);
+    fs::remove_all(round_dir);
+    fs::create_directories(round_dir);
+    ProcessOptions options;
+    options.argv = benchmark_command(side, lane, round_dir, seed);
+    options.working_dir = binary.parent_path();
+    options.environment = side.environment;
+    options.drop_inherited_prefixes = {"DIT_"};
+    options.log_path = log;
+    append_to_log(log, "round " + std::to_string(round) + ", " + who + ": " + joined(options.argv));
+    ProcessResult result = run_process(options);
+    if (!result.succeeded()) {
+      throw Error(ErrorKind::io, "the " + who + "'s benchmark (round " + std::to_string(round) + ") " +
+                                     result.describe() + " (log: " + log.string() + ")");
+    }
+    const fs::path json_path = round_dir / "benchmark.json";
+    std::vector<BenchmarkEntry> entries = parse_benchmark_json(read_json_file(json_path), json_path.string());
+    add_run(measurement, entries, lane);
+    ProcessRecord record;
+    record.wall_seconds = result.seconds;
+    record.timed = timed_totals(entries, lane.objective.name);
+    record.outputs = read_outputs(round_dir, record.timed.iterations);
+    delete_outputs(round_dir);
+    return record;
+  };
+
+  Measurement candidate;
+  Measurement best;
+  std::vector<double> candidate_untimed;
+  std::vector<double> best_untimed;
+  std::vector<std::string> output_reasons;
+  std::size_t images_compared = 0;
+  double max_relative_l2 = 0.0;
+  json rounds = json::array();
+  int rounds_run = 0;
+  for (int round = 0; round < lane.repetitions; ++round) {
+    const std::uint64_t seed = draw_seed();
+    // Alternate which side goes first each round (ABBA), so a drift in clocks or temperature
+    // falls on both sides alike.
+    const bool candidate_first = round % 2 == 0;
+    ProcessRecord candidate_record;
+    ProcessRecord best_record;
+    if (candidate_first) {
+      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate);
+      best_record = run_side(request.best, best_binary, "best", round, seed, best);
+    } else {
+      best_record = run_side(request.best, best_binary, "best", round, seed, best);
+      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate);
+    }
+    ++rounds_run;
+    candidate_untimed.push_back(candidate_record.wall_seconds - candidate_record.timed.seconds);
+    best_untimed.push_back(best_record.wall_seconds - best_record.timed.seconds);
+    OutputComparison comparison = compare_outputs(candidate_record.outputs, best_record.outputs, rule);
+    images_compared += comparison.images_compared;
+    max_relative_l2 = std::max(max_relative_l2, comparison.max_relative_l2);
+    rounds.push_back({{"round", round},
+                      {"seed", seed},
+                      {"order", candidate_first ? json{"candidate", "best"} : json{"best", "candidate"}},
+                      {"candidate", candidate_record.to_json()},
+                      {"best", best_record.to_json()},
+                      {"outputs", comparison.to_json()}});
+    if (!comparison.passed()) {
+      for (const auto& reason : comparison.reasons) {
+        output_reasons.push_back(reason + " (round " + std::to_string(round) + ", seed " + std::to_string(seed) + ")");
+      }
+      break;  // the gate has failed: the remaining rounds would only spend time
+    }
+  }
+
+  GateReport report;
+  if (!output_reasons.empty()) {
+    report.gate = "performance";
+    report.reasons = output_reasons;
+    report.details["stopped_after_round"] = rounds_run - 1;
+  } else if (request.noise) {
+    report = evaluate_noise(lane, candidate, best);
+  } else {
+    std::optional<Summary> baseline;
+    if (request.baseline_performance && fs::exists(*request.baseline_performance)) {
+      baseline = Summary::from_json(read_json_file(*request.baseline_performance));
+    }
+    report = evaluate_performance(lane, request.min_improvement_percent, candidate, best, baseline);
+  }
+  UntimedGrowth untimed =
+      check_untimed_growth(candidate_untimed, best_untimed, lane.objective.max_untimed_growth_seconds);
+  // The A/A run measures the noise of the untimed part too; it does not fail on it.
+  if (!request.noise && !untimed.passed) report.reasons.push_back(untimed.reason);
+  report.details["mode"] = request.noise ? "noise" : "compare";
+  report.details["classification"] = request.classification;
+  report.details["candidate_build_dir"] = request.candidate.build_dir.string();
+  report.details["best_build_dir"] = request.best.build_dir.string();
+  report.details["untimed"] = untimed.to_json();
+  report.details["untimed"]["max_growth_seconds"] = lane.objective.max_untimed_growth_seconds;
+  report.details["outputs"] = {{"rule", rule.exact ? "exact" : "tolerance"},
+                               {"images_compared", images_compared},
+                               {"max_relative_l2", max_relative_l2}};
+  if (!rule.exact) report.details["outputs"]["tolerance"] = rule.tolerance;
+  report.details["rounds"] = rounds;
   report.passed = report.reasons.empty();
   return report;
 }

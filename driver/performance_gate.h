@@ -1,15 +1,21 @@
-// The performance gate's decision, separate from the program that measures (dit-perf-gate),
-// so it can be tested on fixed samples. KEEP-worthy only when the Mann-Whitney U test gives
-// p < 0.05 and the median improves by at least the lane's minimum, within the guardrails.
+// The performance gate: its request (perf-request.json), the timed-outputs protocol it runs both
+// sides under, and its decision, separate from the program that measures (dit-perf-gate) so
+// that each rule can be tested on data held in memory. KEEP-worthy only when the Mann-Whitney U
+// test gives p < 0.05 and the median improves by at least the lane's minimum, within the
+// guardrails, with timed outputs that match the best's and an untimed part that did not grow.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/tensor.h"
 #include "driver/benchmark_json.h"
 #include "driver/config.h"
 
@@ -22,8 +28,6 @@ struct Measurement {
   std::vector<double> samples;      // the objective, in the lane's unit
   std::vector<double> p95_counter;  // per sample, when the lane names a p95 counter
   std::vector<double> peak_memory;  // per sample, when the lane names a memory counter
-  std::vector<std::string> hashes;  // per sample, when the benchmark reports one
-  std::vector<std::string> cases;   // the label's "case=" token, when present
 };
 
 // Adds the matching entries of one benchmark run. Throws dit::Error when an entry reported an
@@ -49,21 +53,14 @@ struct GateReport {
 };
 
 // Candidate against the best measured in the same run; guardrails also against the baseline
-// summary when one was recorded. `expected_hash` is the quality render's hash, if available.
+// summary when one was recorded.
 GateReport evaluate_performance(const Lane& lane, double min_improvement_percent, const Measurement& candidate,
-                                const Measurement& best, const std::optional<Summary>& baseline,
-                                const std::optional<std::string>& expected_hash);
+                                const Measurement& best, const std::optional<Summary>& baseline);
 
 // The A/A comparison `baseline` runs: the same build measured against itself. Reports the
 // noise (the larger of the median difference and each side's half interquartile range, in
 // percent of the median); fails only when the measurements are unusable.
 GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Measurement& second);
-
-// The quality render's hash of the benchmarked case, from the run directory: a text file
-// holding the hash, or a JSON render manifest (cases[<label's case=>][expected_hash_field]).
-// Nothing when the file is absent or the benchmark names no case for a manifest.
-std::optional<std::string> expected_output_hash(const Lane& lane, const std::filesystem::path& file,
-                                                const Measurement& candidate);
 
 // The lane minimum after the A/A measurement: never below kNoiseMultiple times the noise, so
 // noise alone cannot produce a KEEP.
@@ -72,5 +69,124 @@ double effective_min_improvement_percent(double configured_percent, double noise
 
 // Signed improvement in percent: positive when `candidate` is better than `reference`.
 double improvement_percent(Direction direction, double candidate, double reference);
+
+// --- perf-request.json (the driver -> dit-perf-gate) ------------------------------------------
+
+inline constexpr const char* kPerfRequestFile = "perf-request.json";  // in $DIT_JUDGE_DIR
+
+// One side of the comparison: where its objective binary is built, the folder its processes
+// write their timed outputs to (one subfolder per round), what goes before the benchmark's argv
+// (the sandbox, possibly nothing) and the variables added to its environment.
+struct PerfSide {
+  std::filesystem::path build_dir;
+  std::filesystem::path outputs_dir;
+  std::vector<std::string> command_prefix;
+  std::map<std::string, std::string> environment;
+};
+
+struct PerfRequest {
+  Lane lane;
+  bool noise = false;  // "mode": "noise" (the baseline's A/A run), else "compare"
+  double min_improvement_percent = 0.0;
+  std::string classification = "exact";
+  std::optional<std::filesystem::path> baseline_performance;  // the baseline's performance.json
+  std::filesystem::path report;
+  PerfSide candidate;
+  PerfSide best;
+};
+
+// Validates the request: every problem is a dit::Error(invalid_file) naming `where` and the
+// field ("perf-request.json: candidate.outputs_dir: must be an absolute path").
+PerfRequest parse_perf_request(const nlohmann::json& document, const std::string& where);
+
+// The argv of one benchmark process of round r: the side's command prefix, its objective binary
+// (build_dir / lane.objective.benchmark), the objective's arguments, then
+// --benchmark_out=<round_dir>/benchmark.json --benchmark_out_format=json
+// --request-seed=<seed> --outputs-dir=<round_dir>.
+std::vector<std::string> benchmark_command(const PerfSide& side, const Lane& lane,
+                                           const std::filesystem::path& round_dir, std::uint64_t seed);
+
+// --- Timed outputs ------------------------------------------------------------------------------
+
+// One file a benchmark process wrote for a timed image: its SHA-256, and for a *.safetensors file
+// its tensors as float32 (or why they could not be read).
+struct OutputFile {
+  std::string sha256;
+  bool is_safetensors = false;
+  std::map<std::string, Tensor> tensors;
+  std::string unreadable;  // set when a *.safetensors file did not parse
+};
+
+// What one process wrote: image index -> (file kind, "latent.safetensors" of
+// "image-3.latent.safetensors" -> file), and how many iterations its benchmark JSON says it timed.
+struct SideOutputs {
+  std::map<std::uint64_t, std::map<std::string, OutputFile>> images;
+  std::int64_t timed_iterations = 0;
+  std::vector<std::string> unexpected;  // files named image-* that are not image-<i>.<kind>
+};
+
+// How outputs are compared: byte-identical files (`exact`), or each safetensors tensor within
+// `tolerance` relative L2 of the best's (other files not compared).
+struct OutputRule {
+  bool exact = true;
+  double tolerance = 1e-2;
+};
+OutputRule output_rule(const std::string& classification, const Objective& objective);
+
+struct OutputComparison {
+  std::vector<std::string> reasons;      // empty when the outputs agree
+  std::size_t images_compared = 0;       // images present on both sides
+  std::vector<std::uint64_t> differing;  // the compared images that differ
+  double max_relative_l2 = 0.0;          // over the tensors compared (tolerance rule only)
+  bool passed() const { return reasons.empty(); }
+  nlohmann::json to_json() const;
+};
+
+// The protocol's checks of one round: each side wrote images 0..n-1 contiguously (n >= 1) and
+// exactly as many as its benchmark JSON says it timed; the images present on both sides agree
+// under `rule`. A difference is a reason starting "timed outputs differ from the best's".
+OutputComparison compare_outputs(const SideOutputs& candidate, const SideOutputs& best, const OutputRule& rule);
+
+// ||candidate - reference||_2 / ||reference||_2 (0 when both are zero, infinity when only the
+// reference is; NaN values make it NaN, which passes no tolerance).
+double relative_l2(const Tensor& candidate, const Tensor& reference);
+
+// Parses "image-<i>.<kind>" (i canonical decimal, kind not empty); nothing for any other name.
+std::optional<std::pair<std::uint64_t, std::string>> parse_image_file_name(const std::string& name);
+
+// Reads every image-* file of `dir` into memory; other files are left alone.
+SideOutputs read_outputs(const std::filesystem::path& dir, std::int64_t timed_iterations);
+// Removes every image-* file of `dir`.
+void delete_outputs(const std::filesystem::path& dir);
+
+// --- Untimed growth -----------------------------------------------------------------------------
+
+// Per process U = wall seconds (measured by the gate, spawn to exit) - timed seconds (what the
+// benchmark JSON reports). Fails when median(U candidate) - median(U best) >
+// max_growth_seconds + 0.1 x median(U best): work moved out of the timed region into setup, or
+// an in-process timer that under-reports. The reason starts "untimed time grew".
+struct UntimedGrowth {
+  double candidate_median = 0.0;
+  double best_median = 0.0;
+  double growth = 0.0;
+  double limit = 0.0;
+  bool passed = true;
+  std::string reason;
+  nlohmann::json to_json() const;
+};
+inline constexpr double kUntimedGrowthFraction = 0.1;
+UntimedGrowth check_untimed_growth(const std::vector<double>& candidate_untimed,
+                                   const std::vector<double>& best_untimed, double max_growth_seconds);
+
+// --- The whole gate -----------------------------------------------------------------------------
+
+// Runs `lane.repetitions` rounds, each with a fresh seed from `draw_seed` shared by both sides,
+// in ABBA order (even rounds candidate first); reads (then deletes) each process's outputs,
+// the best's before the candidate of the round runs; stops after a round whose outputs do not
+// agree. Every benchmark process gets the inherited environment less every DIT_* variable,
+// plus its side's. Throws dit::Error when a side cannot be measured (no binary, a failed
+// process, no benchmark JSON). Output of the processes is appended to `log`.
+GateReport run_performance_gate(const PerfRequest& request, const std::filesystem::path& log,
+                                const std::function<std::uint64_t()>& draw_seed);
 
 }  // namespace dit::ar
