@@ -12,7 +12,9 @@
 #include "driver/lock_file.h"
 #include "driver/performance_gate.h"
 #include "driver/process.h"
+#include "driver/protection.h"
 #include "driver/recording.h"
+#include "driver/sandbox.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
 #include "core/error.h"
@@ -25,18 +27,21 @@ namespace {
 
 std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
                                                    const RunRequest& request, std::ostream& progress) {
-  std::map<std::string, std::string> values{
-      {"source_dir", context.root.string()},        {"build_dir", (context.root / lane.build_dir).string()},
-      {"run_dir", request.run_dir.string()},        {"baseline_dir", request.baseline_dir.string()},
-      {"state_dir", context.state.root().string()}, {"lane", lane.name}};
+  std::map<std::string, std::string> values{{"source_dir", request.source_dir.string()},
+                                            {"build_dir", (request.source_dir / lane.build_dir).string()},
+                                            {"judge_build_dir", (request.judge_source_dir / lane.build_dir).string()},
+                                            {"run_dir", request.run_dir.string()},
+                                            {"baseline_dir", request.baseline_dir.string()},
+                                            {"state_dir", context.state.root().string()},
+                                            {"lane", lane.name}};
   fs::path log = request.run_dir / "record-baseline.log";
   const auto& commands =
       lane.record_baseline_commands.empty() ? context.config.record_baseline_commands : lane.record_baseline_commands;
   for (const auto& command : commands) {
     ProcessOptions options;
     for (const auto& argument : command) options.argv.push_back(expand_placeholders(argument, values));
-    options.working_dir = context.root;
-    options.environment = test_environment(request);
+    options.working_dir = request.source_dir;
+    options.drop_inherited_prefixes = {"DIT_"};
     options.log_path = log;
     options.timeout = std::chrono::seconds(context.config.timeouts.record_baseline);
     options.on_start = request.on_child;
@@ -81,6 +86,7 @@ int run_baseline(const CommonOptions& options) {
   record.gpu = gpu_description();
   record.classification = "baseline";
   record.description = "baseline: " + repository.summary(head);
+  record.sandbox = sandbox_status().description;
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   fs::create_directories(context.state.baseline_dir());
@@ -98,18 +104,32 @@ int run_baseline(const CommonOptions& options) {
   request.min_improvement_percent = lane.min_improvement_percent;
   write_json_atomic(run_dir / "environment.json", capture_environment(context.root).document);
 
-  // The best build (for the A/A comparison and the first experiment) is the same commit: its
-  // objective benchmark is kept from this build instead of building the tree a second time.
+  // The judge is built once from the locked tree; the best and the candidate's trees are two
+  // builds of the same commit, so the A/A comparison measures two builds, as experiments do.
   RunFacts facts;
-  if (auto build_failure = configure_and_build(request, "baseline-")) {
-    facts.stage_failure = build_failure;
-  } else if (auto keep_failure = keep_as_best_build(context, lane, head, context.root / lane.build_dir)) {
-    facts.stage_failure = keep_failure;
-  } else if (auto record_failure = record_baseline_outputs(context, lane, request, progress)) {
-    facts.stage_failure = record_failure;
+  nlohmann::json signatures = nlohmann::json::object();
+  if (auto judge_failure = ensure_judge_build(context, lane, session, request)) {
+    facts.stage_failure = judge_failure;
+  } else if (auto best_failure = prepare_best_build(context, lane, head, request)) {
+    facts.stage_failure = best_failure;
   } else {
-    request.already_built = true;
-    facts = run_commit(request);
+    request = session_run_request(context, lane, run_dir, inflight, progress);
+    request.classification = "exact";
+    request.noise_measurement = true;
+    request.min_improvement_percent = lane.min_improvement_percent;
+    prepare_candidate_tree(context, lane, head);
+    if (auto build_failure = configure_and_build(request, "baseline-")) {
+      facts.stage_failure = build_failure;
+    } else if (auto record_failure = record_baseline_outputs(context, lane, request, progress)) {
+      facts.stage_failure = record_failure;
+    } else if (auto listing_failure = list_test_signatures(request, signatures)) {
+      facts.stage_failure = listing_failure;
+    } else {
+      request.goldens = hash_folder(context.state.baseline_dir());
+      request.test_signature = signatures;
+      request.already_built = true;
+      facts = run_commit(request);
+    }
   }
   Decision decision = decide(facts);
   record.status = decision.status;
@@ -135,6 +155,13 @@ int run_baseline(const CommonOptions& options) {
     performance["gpu"] = record.gpu;
     performance["objective"] = details["objective"];
     write_json_atomic(context.state.baseline_dir() / "performance.json", performance);
+    // The goldens as the judge will see them, and the driver's own copy to put back what a run
+    // changes.
+    const FileHashes goldens = hash_folder(context.state.baseline_dir());
+    std::error_code ignored;
+    fs::remove_all(context.state.pristine_baseline_dir(), ignored);
+    fs::create_directories(context.state.pristine_baseline_dir().parent_path());
+    fs::copy(context.state.baseline_dir(), context.state.pristine_baseline_dir(), fs::copy_options::recursive);
     session["baseline"] = {{"commit", head},
                            {"run_dir", record.run_dir},
                            {"recorded_at", record.timestamp},
@@ -142,7 +169,8 @@ int run_baseline(const CommonOptions& options) {
                            {"noise_percent", noise},
                            {"min_improvement_percent", lane.min_improvement_percent},
                            {"effective_min_improvement_percent", effective_minimum},
-                           {"gate_tests", to_json(gate_signatures(facts.tests, facts.build_dir, facts.source_dir))},
+                           {"goldens", to_json(goldens)},
+                           {"test_signature", signatures},
                            {"warnings", warnings}};
     context.state.store_session(session);
     // The baseline's objective is the candidate side of the A/A run; there is no "best before".

@@ -116,9 +116,9 @@ Direction parse_direction(const std::string& text, const std::string& where) {
 }
 
 Objective parse_objective(const json& object, const std::string& where) {
-  reject_unknown_keys(
-      object, where,
-      {"benchmark", "arguments", "name", "metric", "unit", "direction", "expected_hash_file", "expected_hash_field"});
+  reject_unknown_keys(object, where,
+                      {"benchmark", "arguments", "name", "metric", "unit", "direction", "output_tolerance",
+                       "max_untimed_growth_seconds"});
   Objective objective;
   objective.benchmark = checked_repository_path(read_string(object, "benchmark", where), where + ".benchmark");
   objective.arguments = read_strings(object, "arguments", where, false);
@@ -128,8 +128,9 @@ Objective parse_objective(const json& object, const std::string& where) {
   static const std::set<std::string> units{"ns", "us", "ms", "s"};
   if (!units.count(objective.unit)) fail(where + ".unit", "'" + objective.unit + "' is not one of ns, us, ms, s");
   objective.direction = parse_direction(read_string(object, "direction", where, "lower"), where + ".direction");
-  objective.expected_hash_file = read_string(object, "expected_hash_file", where, objective.expected_hash_file);
-  objective.expected_hash_field = read_string(object, "expected_hash_field", where, objective.expected_hash_field);
+  objective.output_tolerance = read_number(object, "output_tolerance", where, objective.output_tolerance, 0.0);
+  objective.max_untimed_growth_seconds =
+      read_number(object, "max_untimed_growth_seconds", where, objective.max_untimed_growth_seconds, 0.0);
   return objective;
 }
 
@@ -202,7 +203,7 @@ Config parse_config(const json& document, const std::filesystem::path& path, con
   reject_unknown_keys(
       document, where,
       {"$comment", "project", "state_dir", "branch_prefix", "default_lane", "mutable_paths", "fixed_paths", "contract",
-       "knowledge_dir", "timeouts_seconds", "quantization", "record_baseline_commands", "lanes"});
+       "knowledge_dir", "timeouts_seconds", "quantization", "judge", "record_baseline_commands", "lanes"});
   Config config;
   config.path = path;
   config.source_dir = source_dir;
@@ -243,6 +244,20 @@ Config parse_config(const json& document, const std::filesystem::path& path, con
     if (!quantization->is_object()) fail(at, "must be an object");
     reject_unknown_keys(*quantization, at, {"allowed"});
     config.quantization.allowed = read_bool(*quantization, "allowed", at, true);
+  }
+  if (const json* judge = find(document, "judge")) {
+    const std::string at = where + ".judge";
+    if (!judge->is_object()) fail(at, "must be an object");
+    reject_unknown_keys(*judge, at, {"targets", "files"});
+    config.judge.targets = read_strings(*judge, "targets", at, true);
+    if (config.judge.targets.empty()) fail(at + ".targets", "must name at least one target");
+    for (const auto& file : read_strings(*judge, "files", at, true))
+      config.judge.files.push_back(checked_repository_path(file, at + ".files"));
+    if (config.judge.files.empty()) fail(at + ".files", "must name at least one file");
+  } else {
+    fail(
+        where,
+        "needs `judge` ({\"targets\": [...], \"files\": [...]}): what the driver builds from the locked tree to judge");
   }
   if (const json* commands = find(document, "record_baseline_commands"))
     config.record_baseline_commands = parse_commands(*commands, where + ".record_baseline_commands");
@@ -290,8 +305,8 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"metric", lane.objective.metric},
         {"unit", lane.objective.unit},
         {"direction", to_string(lane.objective.direction)},
-        {"expected_hash_file", lane.objective.expected_hash_file},
-        {"expected_hash_field", lane.objective.expected_hash_field}}},
+        {"output_tolerance", lane.objective.output_tolerance},
+        {"max_untimed_growth_seconds", lane.objective.max_untimed_growth_seconds}}},
       {"min_improvement_percent", effective_min_improvement_percent},
       {"repetitions", lane.repetitions},
       {"guardrails",

@@ -25,12 +25,13 @@ struct Objective {
   std::string metric = "real_time";    // a JSON field of the entry: real_time, cpu_time or a counter
   std::string unit = "ms";             // the unit times are converted to (ns, us, ms, s)
   Direction direction = Direction::lower;
-  // The run directory file holding the quality render's output hash, compared with the hash
-  // the benchmark reports (label "hash=<hex>" or a "hash" counter) when both exist.
-  std::string expected_hash_file = "quality/output_hash.txt";
-  // When that file is a JSON render manifest, the expected hash is
-  // cases[<the label's "case=" token>][expected_hash_field].
-  std::string expected_hash_field = "latent_sha256";
+  // The performance gate compares the timed outputs of both sides image by image: byte for byte
+  // under the `exact` classification, otherwise each safetensors tensor's relative L2 distance
+  // to the best's must be at most this.
+  double output_tolerance = 1e-2;
+  // The most the untimed part of a benchmark process (wall time less the timed total) may grow
+  // against the best's, in seconds, on top of 10% of the best's (median over the rounds).
+  double max_untimed_growth_seconds = 0.5;
 };
 
 // Regression limits, in percent, for the secondary measures. "step" is against the current
@@ -72,6 +73,14 @@ struct Timeouts {
   int record_baseline = 3600;
 };
 
+// The judge: the targets `dit-ar baseline` builds once per session from the locked tree (in the
+// state directory's judge/ folder, never the candidate's build), and their files (relative to
+// the build directory), whose sha256 is recorded then and verified before every use.
+struct JudgeBuild {
+  std::vector<std::string> targets;
+  std::vector<std::string> files;
+};
+
 struct QuantizationPolicy {
   bool allowed = true;  // whether `--classification quantization` is accepted in this session
 };
@@ -89,9 +98,10 @@ struct Config {
   std::string knowledge_dir;  // repository-relative; the handbook `index` reads
   Timeouts timeouts;
   QuantizationPolicy quantization;
+  JudgeBuild judge;
   // Commands run once by `baseline` after its build, before its tests, to record the golden
-  // outputs and baseline scores. Placeholders: {source_dir} {build_dir} {run_dir}
-  // {baseline_dir} {state_dir} {lane}.
+  // outputs and baseline scores. Placeholders: {source_dir} {build_dir} (the baseline commit's
+  // tree and build) {judge_build_dir} {run_dir} {baseline_dir} {state_dir} {lane}.
   std::vector<std::vector<std::string>> record_baseline_commands;
   std::map<std::string, Lane> lanes;
 

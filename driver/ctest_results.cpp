@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <pugixml.hpp>
@@ -41,6 +42,7 @@ std::vector<SelectedTest> parse_test_listing(const nlohmann::json& listing, cons
       for (const auto& argument : entry["command"]) test.command.push_back(argument.get<std::string>());
     }
     if (entry.contains("properties") && entry["properties"].is_array()) {
+      test.properties = entry["properties"];
       for (const auto& property : entry["properties"]) {
         if (property.value("name", "") != "LABELS" || !property.contains("value")) continue;
         const auto& value = property["value"];
@@ -138,8 +140,96 @@ std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
   return results;
 }
 
-bool is_gate(const SelectedTest& test) {
-  return test.has_label("quality") || test.has_label("critical") || test.has_label("perf");
+bool is_judge_test(const SelectedTest& test) { return test.has_label("judge"); }
+
+namespace {
+
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  if (from.empty()) return text;
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+nlohmann::json normalized(const nlohmann::json& value, const std::string& build_dir, const std::string& source_dir) {
+  if (value.is_string()) {
+    // The build folder lies inside the source folder: replace it first.
+    return replace_all(replace_all(value.get<std::string>(), build_dir, "{build_dir}"), source_dir, "{source_dir}");
+  }
+  if (value.is_array()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& item : value) list.push_back(normalized(item, build_dir, source_dir));
+    return list;
+  }
+  if (value.is_object()) {
+    nlohmann::json object = nlohmann::json::object();
+    for (const auto& [key, item] : value.items()) object[key] = normalized(item, build_dir, source_dir);
+    return object;
+  }
+  return value;
+}
+
+std::map<std::string, nlohmann::json> properties_by_name(const nlohmann::json& properties) {
+  std::map<std::string, nlohmann::json> named;
+  for (const auto& property : properties) named[property.value("name", "")] = property.value("value", nlohmann::json());
+  return named;
+}
+
+}  // namespace
+
+nlohmann::json test_signature(const std::vector<SelectedTest>& tests, const std::string& build_dir,
+                              const std::string& source_dir) {
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& test : tests) {
+    nlohmann::json properties = nlohmann::json::object();
+    for (const auto& [name, value] : properties_by_name(test.properties)) properties[name] = value;
+    by_name[test.name] =
+        normalized({{"name", test.name}, {"command", test.command}, {"properties", properties}}, build_dir, source_dir);
+  }
+  nlohmann::json signature = nlohmann::json::array();
+  for (auto& [name, entry] : by_name) signature.push_back(std::move(entry));
+  return signature;
+}
+
+std::vector<std::string> signature_differences(const nlohmann::json& expected, const nlohmann::json& found) {
+  auto index = [](const nlohmann::json& signature) {
+    std::map<std::string, nlohmann::json> named;
+    for (const auto& entry : signature) named[entry.value("name", "")] = entry;
+    return named;
+  };
+  auto show = [](const nlohmann::json& value) {
+    std::string text = value.is_null() ? "absent" : value.dump();
+    return text.size() > 120 ? text.substr(0, 117) + "..." : text;
+  };
+  const auto before = index(expected);
+  const auto after = index(found);
+  std::vector<std::string> differences;
+  for (const auto& [name, entry] : before) {
+    auto now = after.find(name);
+    if (now == after.end()) {
+      differences.push_back("test " + name + ": removed");
+      continue;
+    }
+    if (entry.value("command", nlohmann::json()) != now->second.value("command", nlohmann::json()))
+      differences.push_back("test " + name + ": command changed (" + show(entry["command"]) + " -> " +
+                            show(now->second["command"]) + ")");
+    const nlohmann::json empty = nlohmann::json::object();
+    const nlohmann::json& was = entry.contains("properties") ? entry["properties"] : empty;
+    const nlohmann::json& is = now->second.contains("properties") ? now->second["properties"] : empty;
+    std::set<std::string> keys;
+    for (const auto& [key, value] : was.items()) keys.insert(key);
+    for (const auto& [key, value] : is.items()) keys.insert(key);
+    for (const auto& key : keys) {
+      nlohmann::json a = was.contains(key) ? was[key] : nlohmann::json();
+      nlohmann::json b = is.contains(key) ? is[key] : nlohmann::json();
+      if (a != b)
+        differences.push_back("test " + name + ": property " + key + " changed (" + show(a) + " -> " + show(b) + ")");
+    }
+  }
+  for (const auto& [name, entry] : after) {
+    if (!before.count(name)) differences.push_back("test " + name + ": added");
+  }
+  return differences;
 }
 
 }  // namespace dit::ar

@@ -17,6 +17,7 @@ struct SelectedTest {
   std::string name;
   std::vector<std::string> command;  // empty when CTest could not resolve the executable
   std::vector<std::string> labels;
+  nlohmann::json properties = nlohmann::json::array();  // every CTest property, as listed
   bool has_label(const std::string& label) const;
 };
 
@@ -53,7 +54,16 @@ std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
                                       const std::map<std::string, std::string>& console_failures,
                                       const std::string& preset);
 
-// The labels that make a test a gate: its set (names and commands) must match the baseline's.
-bool is_gate(const SelectedTest& test);
+// A test the judge runs (label `judge`): from the judge's own build, never the candidate's.
+bool is_judge_test(const SelectedTest& test);
+
+// The test set of one preset as a signature: per test its name, command and every property,
+// with the build and source folders written as {build_dir} and {source_dir}, so that two builds
+// of one tree compare equal. Sorted by name.
+nlohmann::json test_signature(const std::vector<SelectedTest>& tests, const std::string& build_dir,
+                              const std::string& source_dir);
+// What differs between two signatures: "test x: added", "test y: removed", "test z: property
+// WILL_FAIL changed (absent -> true)", "test z: command changed".
+std::vector<std::string> signature_differences(const nlohmann::json& expected, const nlohmann::json& found);
 
 }  // namespace dit::ar

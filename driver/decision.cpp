@@ -8,14 +8,6 @@ namespace dit::ar {
 
 namespace {
 
-std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  if (from.empty()) return text;
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
-  }
-  return text;
-}
-
 std::string test_line(const TestResult& result) {
   std::string line = result.test.name + " " + to_string(result.outcome);
   if (!result.detail.empty()) line += " (" + result.detail + ")";
@@ -39,32 +31,6 @@ std::string to_string(Status status) {
 
 int exit_code(Status status) { return status == Status::keep ? 0 : 3; }
 
-std::vector<GateSignature> gate_signatures(const std::vector<TestResult>& results, const std::string& build_dir,
-                                           const std::string& source_dir) {
-  std::set<GateSignature> gates;
-  for (const auto& result : results) {
-    if (!is_gate(result.test)) continue;
-    std::string command;
-    for (const auto& argument : result.test.command) command += (command.empty() ? "" : " ") + argument;
-    command = replace_all(replace_all(command, build_dir, "{build_dir}"), source_dir, "{source_dir}");
-    gates.insert({result.test.name, command});
-  }
-  return {gates.begin(), gates.end()};
-}
-
-nlohmann::json to_json(const std::vector<GateSignature>& gates) {
-  nlohmann::json list = nlohmann::json::array();
-  for (const auto& gate : gates) list.push_back({{"name", gate.name}, {"command", gate.command}});
-  return list;
-}
-
-std::vector<GateSignature> gates_from_json(const nlohmann::json& document) {
-  std::vector<GateSignature> gates;
-  for (const auto& entry : document) gates.push_back({entry.at("name"), entry.at("command")});
-  std::sort(gates.begin(), gates.end());
-  return gates;
-}
-
 std::optional<nlohmann::json> performance_report(const std::vector<nlohmann::json>& gate_reports) {
   for (const auto& report : gate_reports) {
     if (report.value("gate", "") == "performance") return report;
@@ -87,30 +53,37 @@ std::string quality_summary(const std::vector<TestResult>& tests) {
   return std::to_string(failing.size()) + "/" + std::to_string(total) + " quality tests did not pass: " + names;
 }
 
+namespace {
+Decision decide_without_notes(const RunFacts& facts);
+}  // namespace
+
 Decision decide(const RunFacts& facts) {
+  Decision decision = decide_without_notes(facts);
+  if (decision.status != Status::keep) {
+    for (const auto& refusal : facts.sandbox_refusals)
+      decision.reasons.push_back("the sandbox refused a write outside the candidate's folders: " + refusal);
+  }
+  return decision;
+}
+
+namespace {
+
+Decision decide_without_notes(const RunFacts& facts) {
   Decision decision;
   auto crash = [&](std::vector<std::string> reasons) {
     decision.status = Status::crash;
     decision.reasons = std::move(reasons);
     return decision;
   };
+  if (!facts.rejections.empty()) {
+    decision.status = Status::rejected;
+    decision.reasons = facts.rejections;
+    return decision;
+  }
   if (facts.stage_failure) return crash({*facts.stage_failure});
   if (facts.tests.empty()) return crash({"CTest selected no tests"});
 
   std::vector<std::string> crash_reasons;
-  if (facts.baseline_gates) {
-    std::vector<GateSignature> now = gate_signatures(facts.tests, facts.build_dir, facts.source_dir);
-    std::set<GateSignature> before(facts.baseline_gates->begin(), facts.baseline_gates->end());
-    std::set<GateSignature> after(now.begin(), now.end());
-    // After a quality failure the later presets' gates did not run: only what ran is compared.
-    for (const auto& gate : before) {
-      if (!after.count(gate) && facts.skipped_presets.empty())
-        crash_reasons.push_back("gate test missing or changed since the baseline: " + gate.name);
-    }
-    for (const auto& gate : after) {
-      if (!before.count(gate)) crash_reasons.push_back("gate test not in the baseline's set: " + gate.name);
-    }
-  }
   std::vector<std::string> quality_failures;
   std::vector<std::string> performance_failures;
   for (const auto& result : facts.tests) {
@@ -131,11 +104,20 @@ Decision decide(const RunFacts& facts) {
         break;
     }
   }
+  // A judge test that ran and wrote no report at its path did not judge.
+  for (const auto& result : facts.tests) {
+    if (!is_judge_test(result.test) || (result.outcome != TestOutcome::passed && result.outcome != TestOutcome::failed))
+      continue;
+    bool reported =
+        std::any_of(facts.gate_reports.begin(), facts.gate_reports.end(),
+                    [&](const nlohmann::json& report) { return report.value("test", "") == result.test.name; });
+    if (!reported) crash_reasons.push_back("the judge test " + result.test.name + " wrote no report");
+  }
   if (!facts.skipped_presets.empty() && quality_failures.empty())
     crash_reasons.push_back("test presets were skipped without a failing quality gate");
   std::optional<nlohmann::json> performance = performance_report(facts.gate_reports);
   if (!performance && facts.skipped_presets.empty())
-    crash_reasons.push_back("the performance gate wrote no report (gates/performance.json)");
+    crash_reasons.push_back("the performance gate wrote no report (judge/gates/performance.json)");
   // A failed perf test without a failing verdict did not judge: it broke.
   if (!performance_failures.empty() && performance && performance->value("passed", false)) {
     crash_reasons.push_back("a perf test failed although the performance gate passed: " + performance_failures.front());
@@ -166,5 +148,7 @@ Decision decide(const RunFacts& facts) {
   decision.status = Status::keep;
   return decision;
 }
+
+}  // namespace
 
 }  // namespace dit::ar

@@ -1,6 +1,7 @@
-// The keep/discard decision from a run's facts. Quality is a hard constraint; anything that
-// prevents a full judgement (a build failure, a crash, a skipped or missing gate, a gate set
-// that differs from the baseline's) is a CRASH, never a KEEP.
+// The keep/discard decision from a run's facts. A candidate that changed what judges it (its
+// test set, fixed files, goldens, records, the best or the judge build) is REJECTED. Quality is
+// a hard constraint; anything that prevents a full judgement (a build failure, a crash, a
+// skipped or missing gate or report) is a CRASH, never a KEEP.
 #pragma once
 
 #include <optional>
@@ -17,26 +18,18 @@ enum class Status { keep, discard_quality, discard_performance, crash, rejected 
 std::string to_string(Status status);  // KEEP, DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
 int exit_code(Status status);          // 0 for KEEP, 3 otherwise
 
-// A gate test as the baseline recorded it: name and command, with the build and source
-// folders written as {build_dir} and {source_dir} so two builds of one tree compare equal.
-struct GateSignature {
-  std::string name;
-  std::string command;
-  bool operator<(const GateSignature& other) const {
-    return name != other.name ? name < other.name : command < other.command;
-  }
-  bool operator==(const GateSignature& other) const = default;
-};
-std::vector<GateSignature> gate_signatures(const std::vector<TestResult>& results, const std::string& build_dir,
-                                           const std::string& source_dir);
-nlohmann::json to_json(const std::vector<GateSignature>& gates);
-std::vector<GateSignature> gates_from_json(const nlohmann::json& document);
-
 struct RunFacts {
   std::optional<std::string> stage_failure;  // "build failed (exit code 1); see build.log"
   std::vector<TestResult> tests;
-  std::vector<nlohmann::json> gate_reports;                  // {"gate", "passed", "reasons", "details"}
-  std::optional<std::vector<GateSignature>> baseline_gates;  // absent while recording the baseline
+  // Read from the paths the driver named for the judge tests that ran:
+  // {"gate", "passed", "reasons", "details", "file"}.
+  std::vector<nlohmann::json> gate_reports;
+  // What the candidate changed that it must not (its test set against the baseline's signature,
+  // files and records after the run): any makes the run REJECTED.
+  std::vector<std::string> rejections;
+  // Writes the sandbox refused during the candidate's tests (a line of CTest's log each): added
+  // to the reasons of a decision other than KEEP.
+  std::vector<std::string> sandbox_refusals;
   std::string build_dir;
   std::string source_dir;
   // Test presets not run because a quality gate of an earlier preset had already failed (the

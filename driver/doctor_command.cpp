@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "driver/sandbox.h"
+
 #include "driver/environment_capture.h"
 #include "core/files.h"
 #include "driver/session.h"
@@ -78,10 +80,16 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
               << repository.value("head", "").substr(0, 8) << ", " << repository.value("dirty_paths", 0)
               << " uncommitted path(s)\n";
   }
+  const SandboxStatus& sandbox = sandbox_status();
+  std::cout << "  sandbox    " << sandbox.description << "\n";
+  if (!sandbox.available)
+    capture.warnings.push_back("no sandbox for the candidate's stages (" + sandbox.description +
+                               "): experiments run unsandboxed, and their records say so");
   for (const auto& warning : capture.warnings) std::cout << "warning: " << warning << "\n";
   print_result_block(std::cout,
                      {{"status", "OK"},
                       {"gpu", document.value("gpu", "none")},
+                      {"sandbox", sandbox.available ? "bwrap" : sandbox.description},
                       {"warnings", std::to_string(capture.warnings.size())},
                       {"environment", path.string()}},
                      false);

@@ -8,6 +8,8 @@
 #include "core/files.h"
 #include "driver/lock_file.h"
 #include "driver/recording.h"
+#include "driver/run_guard.h"
+#include "driver/sandbox.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
 #include "core/error.h"
@@ -76,6 +78,7 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
                 {"quality", record.quality.empty() ? "not run" : record.quality},
                 {"peak_memory", record.peak_memory ? format_number(record.peak_memory, 12) : "not measured"},
                 {"gpu", record.gpu},
+                {"sandbox", record.sandbox},
                 {"best", best_after},
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
@@ -115,6 +118,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   record.gpu = gpu_description();
   record.classification = experiment.classification;
   record.description = experiment.description;
+  record.sandbox = sandbox_status().description;
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
 
@@ -153,23 +157,36 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   write_json_atomic(run_dir / "environment.json", {{"gpu", record.gpu}, {"timestamp", record.timestamp}});
 
   RunFacts facts;
-  if (auto failure = prepare_best_build(context, lane, best, request)) {
+  GuardFindings findings;
+  if (auto failure = ensure_judge_build(context, lane, session, request)) {
     facts.stage_failure = failure;
+  } else if (auto best_failure = prepare_best_build(context, lane, best, request)) {
+    facts.stage_failure = best_failure;
   } else {
+    request = session_run_request(context, lane, run_dir, inflight, progress);
+    request.classification = experiment.classification;
+    request.min_improvement_percent = effective_min_improvement(session, lane);
+    prepare_candidate_tree(context, lane, head);
+    RunGuard guard(context, session, lane, head, best);
     facts = run_commit(request);
+    findings = guard.check();
+    facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
+    guard.repair(findings, run_dir / "checkout-changes");
+    if (findings.best_changed) {
+      if (auto rebuild = prepare_best_build(context, lane, best, request))
+        progress << "warning: rebuilding the best after the run changed it: " << *rebuild << "\n";
+    }
+    if (findings.judge_changed) {
+      if (auto rebuild = ensure_judge_build(context, lane, session, request))
+        progress << "warning: rebuilding the judge after the run changed it: " << *rebuild << "\n";
+    }
   }
-  facts.baseline_gates = gates_from_json(session["baseline"].at("gate_tests"));
   Decision decision = decide(facts);
   record.status = decision.status;
   record.reasons = decision.reasons;
+  record.checkout_changes = findings.checkout_changes;
   record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
   fill_objective(record, facts.gate_reports);
-  if (record.status == Status::keep) {
-    // The next experiment's performance gate measures against this build; without the copy
-    // (reported, not fatal) prepare_best_build builds the kept tree instead.
-    if (auto keep_failure = keep_as_best_build(context, lane, head, context.root / lane.build_dir))
-      progress << "warning: " << *keep_failure << "\n";
-  }
   write_json_atomic(run_dir / "run.json", record.to_json());
 
   inflight["phase"] = "recording";
@@ -178,6 +195,17 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
   print_report(std::cout, record, record.status == Status::keep ? head : best, options.json);
+  if (!record.checkout_changes.empty()) {
+    std::string list;
+    for (const auto& change : record.checkout_changes) list += "\n    " + change;
+    refuse("the checkout changed while " + short_id(head) + " was judged (the decision above is the commit's, " +
+               "built from the driver's own tree):" + list + "\n  nothing was reset, so these edits are kept" +
+               (record.status == Status::keep
+                    ? std::string()
+                    : "; the commit is archived as " + std::string(kDiscardedRefPrefix) + short_id(head)),
+           record.status == Status::keep ? "commit the edits as the next hypothesis, or discard them"
+                                         : "save the edits elsewhere, then git reset --hard " + std::string(kBestRef));
+  }
   return exit_code(record.status);
 }
 

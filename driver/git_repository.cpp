@@ -5,6 +5,7 @@
 #include <git2.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -276,25 +277,35 @@ std::optional<std::string> GitRepository::read_note(const std::string& notes_ref
   return std::string(git_note_message(note));
 }
 
-void GitRepository::export_tree(const std::string& commit, const std::filesystem::path& folder,
-                                const std::set<std::string>& keep) const {
-  namespace fs = std::filesystem;
-  Commit owned = lookup_commit(repository_, commit);
-  Tree tree = commit_tree(owned.get());
+namespace {
 
-  struct Walk {
-    git_repository* repository;
-    std::map<std::string, std::pair<git_oid, git_filemode_t>> files;
-  } walk{repository_, {}};
+// Every blob and link of the commit's tree: repository path -> (id, mode).
+using TreeFiles = std::map<std::string, std::pair<git_oid, git_filemode_t>>;
+
+TreeFiles tree_files(git_repository* repository, const std::string& commit) {
+  Commit owned = lookup_commit(repository, commit);
+  Tree tree = commit_tree(owned.get());
+  TreeFiles files;
   auto visit = [](const char* root, const git_tree_entry* entry, void* payload) -> int {
-    auto* state = static_cast<Walk*>(payload);
     git_filemode_t mode = git_tree_entry_filemode(entry);
     if (mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE || mode == GIT_FILEMODE_LINK) {
-      state->files[std::string(root) + git_tree_entry_name(entry)] = {*git_tree_entry_id(entry), mode};
+      (*static_cast<TreeFiles*>(payload))[std::string(root) + git_tree_entry_name(entry)] = {*git_tree_entry_id(entry),
+                                                                                             mode};
     }
     return 0;
   };
-  check(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &walk), "walk the tree of " + short_id(commit));
+  check(git_tree_walk(tree.get(), GIT_TREEWALK_PRE, visit, &files), "walk the tree of " + short_id(commit));
+  return files;
+}
+
+}  // namespace
+
+void GitRepository::export_tree(const std::string& commit, const std::filesystem::path& folder,
+                                const std::set<std::string>& keep) const {
+  namespace fs = std::filesystem;
+  struct {
+    TreeFiles files;
+  } walk{tree_files(repository_, commit)};
 
   fs::create_directories(folder);
   for (const auto& [path, entry] : walk.files) {
@@ -342,5 +353,79 @@ void GitRepository::export_tree(const std::string& commit, const std::filesystem
 }
 
 std::string short_id(const std::string& commit) { return commit.substr(0, 8); }
+
+}  // namespace dit::ar
+
+namespace dit::ar {
+
+std::vector<std::string> GitRepository::compare_tree(const std::string& commit, const std::filesystem::path& folder,
+                                                     const std::set<std::string>& keep) const {
+  namespace fs = std::filesystem;
+  TreeFiles files = tree_files(repository_, commit);
+  std::vector<std::string> differences;
+  for (const auto& [path, entry] : files) {
+    const auto& [id, mode] = entry;
+    const fs::path target = folder / path;
+    std::error_code error;
+    auto status = fs::symlink_status(target, error);
+    if (mode == GIT_FILEMODE_LINK) {
+      if (!fs::is_symlink(status)) {
+        differences.push_back(path);
+        continue;
+      }
+      git_blob* blob = nullptr;
+      check(git_blob_lookup(&blob, repository_, &id), "read " + path);
+      Blob owned_blob(blob);
+      std::string content(static_cast<const char*>(git_blob_rawcontent(blob)),
+                          static_cast<std::size_t>(git_blob_rawsize(blob)));
+      if (fs::read_symlink(target).string() != content) differences.push_back(path);
+      continue;
+    }
+    if (!fs::is_regular_file(status)) {
+      differences.push_back(path);
+      continue;
+    }
+    const bool executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
+    git_oid on_disk;
+    if (executable != (mode == GIT_FILEMODE_BLOB_EXECUTABLE) ||
+        git_odb_hashfile(&on_disk, target.c_str(), GIT_OBJECT_BLOB) != 0 || git_oid_cmp(&on_disk, &id) != 0)
+      differences.push_back(path);
+  }
+  std::error_code error;
+  if (!fs::is_directory(folder, error)) return differences;
+  for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
+    const std::string relative = fs::relative(it->path(), folder).generic_string();
+    const std::string top = relative.substr(0, relative.find('/'));
+    if (keep.count(top)) {
+      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory() && !it->is_symlink()) continue;
+    if (!files.count(relative)) differences.push_back(relative);
+  }
+  std::sort(differences.begin(), differences.end());
+  return differences;
+}
+
+void GitRepository::delete_reference(const std::string& name) {
+  git_reference* reference = nullptr;
+  if (git_reference_lookup(&reference, repository_, name.c_str()) != 0) return;
+  check(git_reference_delete(reference), "delete " + name);
+  git_reference_free(reference);
+}
+
+void GitRepository::restore_paths(const std::string& commit, const std::vector<std::string>& paths) {
+  if (paths.empty()) return;
+  Commit owned = lookup_commit(repository_, commit);
+  std::vector<std::string> copies = paths;
+  std::vector<char*> pointers;
+  for (auto& path : copies) pointers.push_back(path.data());
+  git_checkout_options checkout = GIT_CHECKOUT_OPTIONS_INIT;
+  checkout.checkout_strategy = GIT_CHECKOUT_FORCE | GIT_CHECKOUT_REMOVE_UNTRACKED | GIT_CHECKOUT_DISABLE_PATHSPEC_MATCH;
+  checkout.paths.strings = pointers.data();
+  checkout.paths.count = pointers.size();
+  check(git_checkout_tree(repository_, reinterpret_cast<git_object*>(owned.get()), &checkout),
+        "restore " + std::to_string(paths.size()) + " path(s) from " + short_id(commit));
+}
 
 }  // namespace dit::ar

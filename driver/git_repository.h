@@ -47,7 +47,12 @@ class GitRepository {
   std::optional<std::string> resolve_reference(const std::string& name) const;  // a ref's commit
   std::optional<std::string> resolve_revision(const std::string& revision) const;
   void set_reference(const std::string& name, const std::string& commit, const std::string& log_message);
+  void delete_reference(const std::string& name);  // nothing when it does not exist
   std::vector<std::string> references_matching(const std::string& glob) const;
+
+  // Makes the listed repository paths of the working tree and index match `commit` (a path the
+  // commit does not hold is removed).
+  void restore_paths(const std::string& commit, const std::vector<std::string>& paths);
 
   // Moves the checked-out branch to `commit` and makes index and working tree match it.
   void reset_hard(const std::string& commit);
@@ -61,6 +66,10 @@ class GitRepository {
   // the tree, except top-level entries named in `keep` (e.g. "build").
   void export_tree(const std::string& commit, const std::filesystem::path& folder,
                    const std::set<std::string>& keep) const;
+  // The repository paths where `folder` differs from the commit's tree (content, mode, missing,
+  // or a file the tree does not hold), the top-level entries in `keep` aside; sorted.
+  std::vector<std::string> compare_tree(const std::string& commit, const std::filesystem::path& folder,
+                                        const std::set<std::string>& keep) const;
 
  private:
   git_repository* repository_ = nullptr;

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <chrono>
 #include <iomanip>
+#include <sstream>
 
-#include "driver/ctest_results.h"
-#include "core/files.h"
-#include "driver/process.h"
 #include "core/error.h"
+#include "core/files.h"
+#include "driver/ctest_results.h"
+#include "driver/process.h"
+#include "driver/sandbox.h"
 
 namespace dit::ar {
 
@@ -35,47 +37,245 @@ void report_stage(const RunRequest& request, const std::string& stage, const Pro
                     << std::flush;
 }
 
-ProcessResult run_stage(const RunRequest& request, std::vector<std::string> argv, const fs::path& log,
+// Which view a stage runs in.
+enum class View {
+  build,       // the candidate's configure and build: its build folder writable, nothing DIT_*
+  tests,       // the candidate's tests: its build and output folders writable, DIT_OUTPUT_DIR only
+  judge,       // the judge's tests, from the judge's build: the judge's variables, no sandbox
+  judge_build  // configuring and building the judge from the locked tree
+};
+
+fs::path build_folder(const RunRequest& request) { return request.source_dir / request.lane->build_dir; }
+fs::path outputs_folder(const RunRequest& request) { return request.run_dir / "outputs"; }
+fs::path candidate_folder(const RunRequest& request) { return request.run_dir / "candidate"; }
+fs::path judge_folder(const RunRequest& request) { return request.run_dir / "judge"; }
+
+std::vector<fs::path> hidden_from_candidates(const RunRequest& request) {
+  std::vector<fs::path> hidden = request.hidden;
+  hidden.push_back(judge_folder(request));
+  return hidden;
+}
+
+ProcessResult run_stage(const RunRequest& request, View view, std::vector<std::string> argv, const fs::path& log,
                         int timeout_seconds, std::optional<fs::path> stdout_path = std::nullopt) {
   ProcessOptions options;
-  options.argv = std::move(argv);
   options.working_dir = request.source_dir;
-  options.environment = test_environment(request);
+  options.drop_inherited_prefixes = {"DIT_"};
   options.log_path = log;
   options.stdout_path = std::move(stdout_path);
   options.timeout = std::chrono::seconds(timeout_seconds);
   options.on_start = request.on_child;
+  SandboxView sandbox;
+  switch (view) {
+    case View::build:
+      options.environment = {{"CCACHE_READONLY", "1"}, {"CUDA_CACHE_PATH", request.cache_dir.string()}};
+      sandbox.writable = {build_folder(request), request.cache_dir};
+      sandbox.hidden = hidden_from_candidates(request);
+      sandbox.temp_dir = request.run_dir / "tmp" / "build";
+      break;
+    case View::tests:
+      options.environment = {{"DIT_OUTPUT_DIR", outputs_folder(request).string()},
+                             {"CCACHE_READONLY", "1"},
+                             {"CUDA_CACHE_PATH", request.cache_dir.string()}};
+      sandbox.writable = {build_folder(request), outputs_folder(request), candidate_folder(request), request.cache_dir};
+      sandbox.hidden = hidden_from_candidates(request);
+      sandbox.temp_dir = request.run_dir / "tmp" / "tests";
+      break;
+    case View::judge:
+      options.working_dir = request.judge_source_dir;
+      options.environment = {{"DIT_OUTPUT_DIR", outputs_folder(request).string()},
+                             {"DIT_JUDGE_DIR", judge_folder(request).string()},
+                             {"DIT_BASELINE_DIR", request.baseline_dir.string()},
+                             {"DIT_CLASSIFICATION", request.classification},
+                             {"DIT_LANE", request.lane->name}};
+      break;
+    case View::judge_build: options.working_dir = request.judge_source_dir; break;
+  }
+  if (view == View::build || view == View::tests) {
+    std::vector<std::string> prefix = sandbox_prefix(sandbox);
+    argv.insert(argv.begin(), prefix.begin(), prefix.end());
+  }
+  options.argv = std::move(argv);
   return run_process(options);
+}
+
+// The lines of a sandboxed stage's log where the sandbox refused a write (at most `limit`).
+std::vector<std::string> sandbox_refusals(const fs::path& log, std::size_t limit = 3) {
+  std::vector<std::string> refusals;
+  if (!sandbox_status().available || !fs::exists(log)) return refusals;
+  std::istringstream lines(read_text_file(log));
+  for (std::string line; std::getline(lines, line) && refusals.size() < limit;) {
+    if (line.find("Read-only file system") != std::string::npos) refusals.push_back(line.substr(0, 300));
+  }
+  return refusals;
 }
 
 std::optional<std::string> stage_failure(const std::string& stage, const ProcessResult& result, const fs::path& log) {
   if (result.succeeded()) return std::nullopt;
-  return stage + " " + (result.timed_out ? "timed out" : "failed") + ": " + result.describe() + "; see " + log.string();
+  std::string failure =
+      stage + " " + (result.timed_out ? "timed out" : "failed") + ": " + result.describe() + "; see " + log.string();
+  auto refusals = sandbox_refusals(log, 1);
+  if (!refusals.empty()) failure += "; the sandbox refused a write outside the stage's own folders: " + refusals[0];
+  return failure;
+}
+
+std::string regex_escaped(const std::string& text) {
+  std::string escaped;
+  for (char c : text) {
+    if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+std::string names_regex(const std::vector<SelectedTest>& tests) {
+  std::string alternatives;
+  for (const auto& test : tests) {
+    if (!alternatives.empty()) alternatives += '|';
+    alternatives += regex_escaped(test.name);
+  }
+  return "^(" + alternatives + ")$";
+}
+
+// A side of the performance gate: its build, its output folder and the sandbox it runs in.
+nlohmann::json perf_side(const RunRequest& request, const fs::path& build_dir, const fs::path& cache_dir,
+                         const std::string& name) {
+  const fs::path outputs = judge_folder(request) / "perf" / name;
+  fs::create_directories(outputs);
+  SandboxView view;
+  view.writable = {outputs, cache_dir};
+  view.hidden = hidden_from_candidates(request);
+  view.temp_dir = judge_folder(request) / "perf" / (name + "-tmp");
+  return {{"build_dir", build_dir.string()},
+          {"outputs_dir", outputs.string()},
+          {"command_prefix", sandbox_prefix(view)},
+          {"environment", {{"CUDA_CACHE_PATH", cache_dir.string()}}}};
+}
+
+void write_judge_instructions(const RunRequest& request) {
+  const Lane& lane = *request.lane;
+  nlohmann::json lane_document = lane_to_json(lane, request.min_improvement_percent);
+  lane_document["mode"] = request.noise_measurement ? "noise" : "compare";
+  write_json_atomic(judge_folder(request) / "lane.json", lane_document);
+  nlohmann::json perf{{"lane", lane_document},
+                      {"mode", lane_document["mode"]},
+                      {"min_improvement_percent", request.min_improvement_percent},
+                      {"classification", request.classification},
+                      {"report", (judge_folder(request) / "gates" / "performance.json").string()},
+                      {"candidate", perf_side(request, build_folder(request), request.cache_dir, "candidate")},
+                      {"best", perf_side(request, request.best_build_dir, request.best_cache_dir, "best")}};
+  const fs::path baseline_performance = request.baseline_dir / "performance.json";
+  if (fs::exists(baseline_performance)) perf["baseline_performance"] = baseline_performance.string();
+  write_json_atomic(judge_folder(request) / "perf-request.json", perf);
+}
+
+// The judge tests' reports, each from the one path the driver named for it.
+std::vector<nlohmann::json> read_reports(const RunRequest& request, const std::vector<SelectedTest>& tests) {
+  std::vector<nlohmann::json> reports;
+  for (const auto& test : tests) {
+    const fs::path path = judge_folder(request) / judge_report_path(test);
+    if (!fs::exists(path)) continue;
+    nlohmann::json document;
+    try {
+      document = read_json_file(path);
+    } catch (const Error&) {
+      continue;
+    }
+    if (document.is_object() && document.contains("gate") && document["gate"].is_string() &&
+        document.contains("passed") && document["passed"].is_boolean()) {
+      document["file"] = "judge/" + judge_report_path(test);
+      document["test"] = test.name;
+      reports.push_back(std::move(document));
+    }
+  }
+  return reports;
+}
+
+// Runs one CTest invocation and merges its results for `selected`. Returns a stage failure.
+std::optional<std::string> run_ctest(const RunRequest& request, View view, std::vector<std::string> argv,
+                                     const std::string& stage, const fs::path& junit, const fs::path& console,
+                                     const std::vector<SelectedTest>& selected, const std::string& preset,
+                                     std::chrono::steady_clock::time_point deadline, std::vector<TestResult>& into) {
+  auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
+  argv.insert(argv.end(), {"--output-junit", junit.string()});
+  ProcessResult tested = run_stage(request, view, argv, console, static_cast<int>(std::max<long>(1, left.count())));
+  report_stage(request, stage, tested);
+  if (tested.timed_out || tested.signal != 0 || !tested.started) return stage_failure(stage, tested, console);
+  // A non-zero exit only means some test failed; the JUnit file says which.
+  if (!fs::exists(junit)) return "ctest wrote no JUnit file (" + tested.describe() + "); see " + console.string();
+  auto results = merge_results(selected, parse_junit(junit), parse_console_failures(read_text_file(console)), preset);
+  into.insert(into.end(), results.begin(), results.end());
+  return std::nullopt;
+}
+
+bool quality_failed(const RunFacts& facts) {
+  return std::any_of(facts.tests.begin(), facts.tests.end(), [](const TestResult& result) {
+    return result.outcome == TestOutcome::failed &&
+           (result.test.has_label("quality") || result.test.has_label("critical"));
+  });
+}
+
+std::optional<std::vector<SelectedTest>> list_tests(const RunRequest& request, const std::string& preset,
+                                                    RunFacts& facts) {
+  const fs::path listing = request.run_dir / ("tests-" + preset + ".json");
+  const fs::path listing_log = request.run_dir / ("tests-" + preset + ".log");
+  ProcessResult listed = run_stage(request, View::tests, {"ctest", "--preset", preset, "--show-only=json-v1"},
+                                   listing_log, request.config->timeouts.configure, listing);
+  if (auto failure = stage_failure("listing the tests of preset " + preset, listed, listing_log)) {
+    facts.stage_failure = failure;
+    return std::nullopt;
+  }
+  return parse_test_listing(read_json_file(listing), listing.string());
 }
 
 }  // namespace
 
-std::map<std::string, std::string> test_environment(const RunRequest& request) {
-  return {{"DIT_RUN_DIR", request.run_dir.string()},
-          {"DIT_BASELINE_DIR", request.baseline_dir.string()},
-          {"DIT_BEST_BUILD_DIR", request.best_build_dir.string()},
-          {"DIT_CLASSIFICATION", request.classification},
-          {"DIT_LANE", request.lane->name}};
+std::string judge_report_path(const SelectedTest& test) {
+  return test.has_label("perf") ? "gates/performance.json" : "quality/gates/" + test.name + ".json";
 }
 
 std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;
+  fs::create_directories(build_folder(request));
+  fs::create_directories(request.cache_dir);
   fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
-  ProcessResult configure =
-      run_stage(request, {"cmake", "--preset", lane.configure_preset}, configure_log, config.timeouts.configure);
+  ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset}, configure_log,
+                                      config.timeouts.configure);
   report_stage(request, log_prefix + "configure", configure);
   if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
-  ProcessResult build =
-      run_stage(request, {"cmake", "--build", "--preset", lane.build_preset}, build_log, config.timeouts.build);
+  ProcessResult build = run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
+                                  config.timeouts.build);
   report_stage(request, log_prefix + "build", build);
   return stage_failure(log_prefix + "build", build, build_log);
+}
+
+std::optional<std::string> configure_and_build_judge(const RunRequest& request) {
+  const Config& config = *request.config;
+  const Lane& lane = *request.lane;
+  fs::path configure_log = request.run_dir / "judge-configure.log";
+  ProcessResult configure = run_stage(request, View::judge_build, {"cmake", "--preset", lane.configure_preset},
+                                      configure_log, config.timeouts.configure);
+  report_stage(request, "judge configure", configure);
+  if (auto failure = stage_failure("judge configure", configure, configure_log)) return failure;
+  std::vector<std::string> build{"cmake", "--build", (request.judge_source_dir / lane.build_dir).string(), "--target"};
+  build.insert(build.end(), config.judge.targets.begin(), config.judge.targets.end());
+  fs::path build_log = request.run_dir / "judge-build.log";
+  ProcessResult built = run_stage(request, View::judge_build, build, build_log, config.timeouts.build);
+  report_stage(request, "judge build", built);
+  return stage_failure("judge build", built, build_log);
+}
+
+std::optional<std::string> list_test_signatures(const RunRequest& request, nlohmann::json& signatures) {
+  signatures = nlohmann::json::object();
+  for (const auto& preset : request.lane->test_presets) {
+    RunFacts facts;
+    auto tests = list_tests(request, preset, facts);
+    if (!tests) return facts.stage_failure;
+    signatures[preset] = test_signature(*tests, build_folder(request).string(), request.source_dir.string());
+  }
+  return std::nullopt;
 }
 
 RunFacts run_commit(const RunRequest& request) {
@@ -83,10 +283,9 @@ RunFacts run_commit(const RunRequest& request) {
   const Lane& lane = *request.lane;
   RunFacts facts;
   facts.source_dir = request.source_dir.string();
-  facts.build_dir = (request.source_dir / lane.build_dir).string();
-  nlohmann::json lane_document = lane_to_json(lane, request.min_improvement_percent);
-  lane_document["mode"] = request.noise_measurement ? "noise" : "compare";
-  write_json_atomic(request.run_dir / "lane.json", lane_document);
+  facts.build_dir = build_folder(request).string();
+  fs::create_directories(outputs_folder(request));
+  fs::create_directories(candidate_folder(request));
 
   if (!request.already_built) {
     if (auto failure = configure_and_build(request, "")) {
@@ -95,73 +294,66 @@ RunFacts run_commit(const RunRequest& request) {
     }
   }
   auto test_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config.timeouts.test);
-  auto quality_failed = [&] {
-    return std::any_of(facts.tests.begin(), facts.tests.end(), [](const TestResult& result) {
-      return result.outcome == TestOutcome::failed &&
-             (result.test.has_label("quality") || result.test.has_label("critical"));
-    });
-  };
   for (const auto& preset : lane.test_presets) {
     // A failed quality gate already decides DISCARD-QUALITY: the later presets (the performance
     // gate's interleaved runs, minutes on a GPU) would not change it.
-    if (quality_failed()) {
+    if (quality_failed(facts)) {
       facts.skipped_presets.push_back(preset);
       progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n" << std::flush;
       continue;
     }
-    fs::path listing = request.run_dir / ("tests-" + preset + ".json");
-    fs::path listing_log = request.run_dir / ("tests-" + preset + ".log");
-    ProcessResult listed = run_stage(request, {"ctest", "--preset", preset, "--show-only=json-v1"}, listing_log,
-                                     config.timeouts.configure, listing);
-    if (auto failure = stage_failure("listing the tests of preset " + preset, listed, listing_log)) {
+    auto selected = list_tests(request, preset, facts);
+    if (!selected) return facts;
+    if (request.test_signature) {
+      const nlohmann::json expected =
+          request.test_signature->contains(preset) ? request.test_signature->at(preset) : nlohmann::json::array();
+      for (const auto& difference : signature_differences(
+               expected, test_signature(*selected, build_folder(request).string(), request.source_dir.string())))
+        facts.rejections.push_back("test set differs from the baseline's (preset " + preset + "): " + difference);
+      if (!facts.rejections.empty()) return facts;
+    }
+    std::vector<SelectedTest> candidate_tests;
+    std::vector<SelectedTest> judge_tests;
+    for (const auto& test : *selected) (is_judge_test(test) ? judge_tests : candidate_tests).push_back(test);
+
+    if (!candidate_tests.empty()) {
+      std::vector<std::string> argv{"ctest", "--preset", preset};
+      if (!judge_tests.empty()) argv.insert(argv.end(), {"-E", names_regex(judge_tests)});
+      const fs::path console = request.run_dir / ("ctest-" + preset + ".log");
+      auto failure = run_ctest(request, View::tests, argv, "tests (" + preset + ")",
+                               candidate_folder(request) / ("junit-" + preset + ".xml"), console, candidate_tests,
+                               preset, test_deadline, facts.tests);
+      for (auto& refusal : sandbox_refusals(console)) facts.sandbox_refusals.push_back(std::move(refusal));
+      if (failure) {
+        facts.stage_failure = failure;
+        return facts;
+      }
+    }
+    if (judge_tests.empty()) continue;
+
+    // The judge's turn: its build and the goldens must be as recorded, its folder the driver's.
+    const fs::path judge_build = request.judge_source_dir / lane.build_dir;
+    for (const auto& change :
+         describe_changes(request.judge_files, hash_folder(judge_build, build_bookkeeping()), "judge build: "))
+      facts.rejections.push_back("the judge changed during the run: " + change);
+    for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
+      facts.rejections.push_back("the goldens changed during the run: " + change);
+    if (!facts.rejections.empty()) return facts;
+    fs::create_directories(judge_folder(request));
+    std::error_code ignored;
+    for (const auto& test : judge_tests) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
+    write_judge_instructions(request);
+    std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(judge_tests), "-FA", ".*"};
+    if (auto failure = run_ctest(
+            request, View::judge, argv, "judge (" + preset + ")", judge_folder(request) / ("junit-" + preset + ".xml"),
+            judge_folder(request) / ("ctest-" + preset + ".log"), judge_tests, preset, test_deadline, facts.tests)) {
       facts.stage_failure = failure;
       return facts;
     }
-    std::vector<SelectedTest> selected = parse_test_listing(read_json_file(listing), listing.string());
-
-    auto left = std::chrono::duration_cast<std::chrono::seconds>(test_deadline - std::chrono::steady_clock::now());
-    fs::path junit = request.run_dir / ("junit-" + preset + ".xml");
-    fs::path console = request.run_dir / ("ctest-" + preset + ".log");
-    ProcessResult tested = run_stage(request, {"ctest", "--preset", preset, "--output-junit", junit.string()}, console,
-                                     static_cast<int>(std::max<long>(1, left.count())));
-    report_stage(request, "tests (" + preset + ")", tested);
-    if (tested.timed_out || tested.signal != 0 || !tested.started) {
-      facts.stage_failure = stage_failure("tests (" + preset + ")", tested, console);
-      return facts;
-    }
-    // A non-zero exit only means some test failed; the JUnit file says which.
-    if (!fs::exists(junit)) {
-      facts.stage_failure = "ctest wrote no JUnit file (" + tested.describe() + "); see " + console.string();
-      return facts;
-    }
-    auto results = merge_results(selected, parse_junit(junit), parse_console_failures(read_text_file(console)), preset);
-    facts.tests.insert(facts.tests.end(), results.begin(), results.end());
+    auto reports = read_reports(request, judge_tests);
+    facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
   }
-  facts.gate_reports = collect_gate_reports(request.run_dir);
   return facts;
-}
-
-std::vector<nlohmann::json> collect_gate_reports(const fs::path& run_dir) {
-  std::vector<nlohmann::json> reports;
-  if (!fs::exists(run_dir)) return reports;
-  for (const auto& entry : fs::recursive_directory_iterator(run_dir)) {
-    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
-    if (entry.path().parent_path().filename() == "bench") continue;  // raw benchmark output
-    nlohmann::json document;
-    try {
-      document = read_json_file(entry.path());
-    } catch (const Error&) {
-      continue;
-    }
-    if (document.is_object() && document.contains("gate") && document["gate"].is_string() &&
-        document.contains("passed") && document["passed"].is_boolean()) {
-      document["file"] = fs::relative(entry.path(), run_dir).string();
-      reports.push_back(std::move(document));
-    }
-  }
-  std::sort(reports.begin(), reports.end(),
-            [](const auto& a, const auto& b) { return a.value("file", "") < b.value("file", ""); });
-  return reports;
 }
 
 std::string expand_placeholders(const std::string& text, const std::map<std::string, std::string>& values) {

@@ -1,50 +1,70 @@
-// One run of a commit: configure, build, and each test preset through CTest, as child
-// processes with the session's timeouts and the driver/test environment of ARCHITECTURE.md
-// (Between the driver and the tests). Produces the RunFacts the decision reads; logs go to the
-// run directory.
+// One run of a commit in the driver's own trees: configure, build and each test preset through
+// CTest, in separate views (ARCHITECTURE.md, "Judging a commit"): the candidate's configure,
+// build and tests run in its tree (sandboxed where bwrap works) with nothing but their output
+// folder; the tests labelled `judge` run afterwards from the judge's build of the locked tree,
+// which alone sees the goldens and writes the reports the decision reads.
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "driver/config.h"
 #include "driver/decision.h"
-#include "driver/state_directory.h"
+#include "driver/protection.h"
 
 namespace dit::ar {
 
 struct RunRequest {
   const Config* config = nullptr;
   const Lane* lane = nullptr;
-  std::filesystem::path source_dir;  // the tree to build (the checkout, or best/src)
-  std::filesystem::path run_dir;
-  std::filesystem::path best_build_dir;
-  std::filesystem::path baseline_dir;
-  std::string classification;                       // exact, numerical, approximate or quantization
-  bool noise_measurement = false;                   // the baseline's run: the performance gate measures A/A noise
-  double min_improvement_percent = 0.0;             // the effective one, written to lane.json
+  std::filesystem::path source_dir;           // the tree built and tested (candidate/src, best/src)
+  std::filesystem::path run_dir;              // logs, listings, outputs/ and judge/
+  std::filesystem::path best_build_dir;       // the best commit's build, for the performance gate
+  std::filesystem::path best_cache_dir;       // the best side's CUDA JIT cache
+  std::filesystem::path baseline_dir;         // the goldens
+  std::filesystem::path judge_source_dir;     // the locked tree, with the judge's build inside
+  std::filesystem::path cache_dir;            // this tree's CUDA JIT cache
+  std::vector<std::filesystem::path> hidden;  // folders candidate processes must not see
+  FileHashes judge_files;                     // the judge build's hashes, verified before it runs
+  FileHashes goldens;                         // the goldens' hashes, verified before they are used
+  std::string classification;                 // exact, numerical, approximate or quantization
+  bool noise_measurement = false;             // the baseline's run: the performance gate measures A/A noise
+  double min_improvement_percent = 0.0;       // the effective one, given to the performance gate
+  // Per test preset, the baseline's test-set signature; absent while recording the baseline.
+  std::optional<nlohmann::json> test_signature;
   std::ostream* progress = nullptr;                 // one line per stage
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json
   bool already_built = false;                       // run_commit skips configure and build
 };
 
-// DIT_RUN_DIR, DIT_BASELINE_DIR, DIT_BEST_BUILD_DIR, DIT_CLASSIFICATION, DIT_LANE.
-std::map<std::string, std::string> test_environment(const RunRequest& request);
-
-// Configure and build only (used for the best commit's tree). Returns a failure description,
-// or nothing on success. Logs are `<log_prefix>configure.log` and `<log_prefix>build.log`.
+// Configure and build the request's tree in the candidate's view. Returns a failure
+// description, or nothing on success. Logs are `<log_prefix>configure.log` and
+// `<log_prefix>build.log` in the run directory.
 std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix);
 
-// Configure, build, then every test preset; collects results and gate reports.
+// Configure the judge's tree (request.judge_source_dir) with the lane's configure preset and
+// build the config's judge targets there, outside any candidate view.
+std::optional<std::string> configure_and_build_judge(const RunRequest& request);
+
+// Configure, build, then every test preset: its listing (checked against the signature), the
+// candidate's tests, then the judge's. Collects the results and the judge tests' reports.
 RunFacts run_commit(const RunRequest& request);
 
-// Every JSON file under the run directory shaped like a gate report.
-std::vector<nlohmann::json> collect_gate_reports(const std::filesystem::path& run_dir);
+// The tests of every preset as `ctest --show-only=json-v1` lists them in the request's build,
+// as signatures (test_signature in ctest_results.h), keyed by preset. Used by the baseline.
+std::optional<std::string> list_test_signatures(const RunRequest& request, nlohmann::json& signatures);
 
-// Substitutes {source_dir} {build_dir} {run_dir} {baseline_dir} {state_dir} {lane}.
+// Where the judge test `test` writes its report, relative to the run's judge folder.
+std::string judge_report_path(const SelectedTest& test);
+
+// Substitutes {source_dir} {build_dir} {judge_build_dir} {run_dir} {baseline_dir} {state_dir} {lane}.
 std::string expand_placeholders(const std::string& text, const std::map<std::string, std::string>& values);
 
 }  // namespace dit::ar

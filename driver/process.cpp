@@ -79,12 +79,15 @@ void sweep(int process_group) {
   }
 }
 
-std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides) {
+std::vector<std::string> merged_environment(const std::map<std::string, std::string>& overrides,
+                                            const std::vector<std::string>& drop_prefixes) {
   std::vector<std::string> entries;
   for (char** entry = environ; *entry; ++entry) {
     std::string text = *entry;
     std::string name = text.substr(0, text.find('='));
-    if (!overrides.count(name)) entries.push_back(text);
+    bool dropped = false;
+    for (const auto& prefix : drop_prefixes) dropped = dropped || name.rfind(prefix, 0) == 0;
+    if (!overrides.count(name) && !dropped) entries.push_back(text);
   }
   for (const auto& [name, value] : overrides) entries.push_back(name + "=" + value);
   return entries;
@@ -129,7 +132,8 @@ ProcessResult run_process(const ProcessOptions& options) {
     return result;
   }
   // Everything the child needs is prepared before fork().
-  std::vector<std::string> environment_strings = merged_environment(options.environment);
+  std::vector<std::string> environment_strings =
+      merged_environment(options.environment, options.drop_inherited_prefixes);
   std::vector<char*> environment;
   for (auto& entry : environment_strings) environment.push_back(entry.data());
   environment.push_back(nullptr);

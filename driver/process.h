@@ -14,9 +14,12 @@
 namespace dit::ar {
 
 struct ProcessOptions {
-  std::vector<std::string> argv;                     // argv[0] is looked up in PATH
-  std::filesystem::path working_dir;                 // empty: the current folder
-  std::map<std::string, std::string> environment;    // added to (or replacing) the inherited ones
+  std::vector<std::string> argv;                   // argv[0] is looked up in PATH
+  std::filesystem::path working_dir;               // empty: the current folder
+  std::map<std::string, std::string> environment;  // added to (or replacing) the inherited ones
+  // Inherited variables whose names start with one of these are not passed on ("DIT_": the
+  // driver's stages see only the variables it sets for them).
+  std::vector<std::string> drop_inherited_prefixes;
   std::filesystem::path log_path;                    // stdout and stderr appended here (empty: inherited)
   std::optional<std::filesystem::path> stdout_path;  // stdout alone to this file instead
   std::chrono::seconds timeout{0};                   // zero: no limit

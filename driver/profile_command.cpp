@@ -35,7 +35,13 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
   std::string lane_name =
       state.has_session() ? state.load_session().value("lane", config.default_lane) : config.default_lane;
   const Lane& lane = config.lane(lane_name);
-  fs::path build_dir = profile.build_dir.empty() ? config.source_dir / lane.build_dir : fs::path(profile.build_dir);
+  // By default the best commit's build in the driver's own tree (the checkout is never built by
+  // the driver), or the checkout's build outside a session.
+  fs::path build_dir = profile.build_dir;
+  if (build_dir.empty()) {
+    const fs::path best = state.best_source_dir() / lane.build_dir;
+    build_dir = fs::exists(best / kProfileTool) ? best : config.source_dir / lane.build_dir;
+  }
   fs::path tool = build_dir / kProfileTool;
   if (!fs::exists(tool)) {
     // dit_profile times the CUDA backend: a build configured without it has no such target.
@@ -56,7 +62,7 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
 
   ProcessOptions process;
   process.working_dir = config.source_dir;
-  process.environment = {{"DIT_RUN_DIR", output.string()}, {"DIT_LANE", lane.name}};
+  process.environment = {{"DIT_OUTPUT_DIR", output.string()}, {"DIT_LANE", lane.name}};
   process.log_path = output / "profile.log";
   process.timeout = std::chrono::seconds(profile.timeout_seconds);
   if (profile.ncu) {
@@ -104,7 +110,9 @@ void add_profile_command(CLI::App& app, CommonOptions& options) {
       "profile",
       "Profile one case: runs <build>/bench/dit_profile (per-phase times from NVTX ranges and CUDA events); with "
       "--ncu, under Nsight Compute with --clock-control none. Arguments after -- go to dit_profile.");
-  command->add_option("--build-dir", profile->build_dir, "Build directory (default: the session lane's build_dir)");
+  command->add_option("--build-dir", profile->build_dir,
+                      "Build directory (default: the best commit's build in the state directory, best/src/<build_dir>, "
+                      "else the lane's build_dir in the checkout)");
   command->add_option("--output", profile->output, "Output folder (default: <state>/profiles/<timestamp>)");
   command->add_flag("--ncu", profile->ncu, "Also collect an Nsight Compute report (ncu --clock-control none)");
   command->add_option("--ncu-launch-count", profile->ncu_launch_count, "How many kernel launches ncu profiles")

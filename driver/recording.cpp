@@ -54,7 +54,9 @@ nlohmann::json ExperimentRecord::to_json() const {
           {"p_value", optional_number(p_value)},
           {"peak_memory", optional_number(peak_memory)},
           {"quality", quality},
-          {"run_dir", run_dir}};
+          {"run_dir", run_dir},
+          {"sandbox", sandbox},
+          {"checkout_changes", checkout_changes}};
 }
 
 ExperimentRecord ExperimentRecord::from_json(const nlohmann::json& document) {
@@ -79,6 +81,8 @@ ExperimentRecord ExperimentRecord::from_json(const nlohmann::json& document) {
   record.peak_memory = read_optional(document, "peak_memory");
   record.quality = document.value("quality", "");
   record.run_dir = document.value("run_dir", "");
+  record.sandbox = document.value("sandbox", "");
+  record.checkout_changes = document.value("checkout_changes", std::vector<std::string>{});
   return record;
 }
 
@@ -136,7 +140,9 @@ void apply_record(GitRepository& repository, const StateDirectory& state, const 
   } else if (record.kind == "experiment") {
     repository.set_reference(kDiscardedRefPrefix + record.commit, record.commit,
                              "dit-ar: " + to_string(record.status) + " " + short_id(record.commit));
-    if (repository.head_commit() == record.commit && !record.best_before.empty()) {
+    // Edits the user made beside the run stay: the branch is reset only when the checkout is
+    // still exactly the commit that was judged.
+    if (record.checkout_changes.empty() && repository.head_commit() == record.commit && !record.best_before.empty()) {
       repository.reset_hard(record.best_before);
     }
   }

@@ -37,6 +37,10 @@ struct ExperimentRecord {
   std::optional<double> peak_memory;
   std::string quality;
   std::string run_dir;  // relative to the state directory
+  std::string sandbox;  // "bwrap (...)", or "none: <why>": how the candidate's stages were isolated
+  // Edits found in the user's checkout after the run (outside fixed paths): kept, so the branch
+  // is not reset.
+  std::vector<std::string> checkout_changes;
 
   nlohmann::json to_json() const;
   static ExperimentRecord from_json(const nlohmann::json& document);

@@ -106,15 +106,26 @@ void recover_interrupted_run(SessionContext& context, std::ostream& out) {
 
 RunRequest session_run_request(const SessionContext& context, const Lane& lane, const fs::path& run_dir,
                                nlohmann::json& inflight, std::ostream& progress) {
+  const StateDirectory& state = context.state;
+  const nlohmann::json session = state.load_session();
   RunRequest request;
   request.config = &context.config;
   request.lane = &lane;
-  request.source_dir = context.root;
+  request.source_dir = state.candidate_source_dir();
   request.run_dir = run_dir;
-  request.best_build_dir = context.state.best_source_dir() / lane.build_dir;
-  request.baseline_dir = context.state.baseline_dir();
+  request.best_build_dir = state.best_source_dir() / lane.build_dir;
+  request.best_cache_dir = state.best_cache_dir();
+  request.baseline_dir = state.baseline_dir();
+  request.judge_source_dir = state.judge_source_dir();
+  request.cache_dir = state.candidate_cache_dir();
+  request.hidden = {state.baseline_dir(), state.judge_dir(), state.pristine_baseline_dir().parent_path()};
+  if (session.contains("judge")) request.judge_files = hashes_from_json(session["judge"].at("files"), "session judge");
+  if (session.contains("baseline")) {
+    const nlohmann::json& baseline = session["baseline"];
+    if (baseline.contains("goldens")) request.goldens = hashes_from_json(baseline["goldens"], "session goldens");
+    if (baseline.contains("test_signature")) request.test_signature = baseline["test_signature"];
+  }
   request.progress = &progress;
-  const StateDirectory& state = context.state;
   request.on_child = [&state, &inflight](int process_group) {
     inflight["process_group"] = process_group;
     state.store_inflight(inflight);
@@ -122,34 +133,109 @@ RunRequest session_run_request(const SessionContext& context, const Lane& lane, 
   return request;
 }
 
+std::string build_top(const Lane& lane) { return lane.build_dir.substr(0, lane.build_dir.find('/')); }
+
+void prepare_candidate_tree(SessionContext& context, const Lane& lane, const std::string& commit) {
+  context.repository->export_tree(commit, context.state.candidate_source_dir(), {build_top(lane)});
+}
+
+std::vector<std::string> best_build_changes(const SessionContext& context, const Lane& lane) {
+  const fs::path record_file = context.state.best_built_file();
+  if (!fs::exists(record_file)) return {"not built"};
+  nlohmann::json record = read_json_file(record_file);
+  const std::string commit = record.value("commit", "");
+  if (commit.empty() || !record.contains("files")) return {"best/built.json names no commit"};
+  std::vector<std::string> changes;
+  for (const auto& path : context.repository->compare_tree(commit, context.state.best_source_dir(), {build_top(lane)}))
+    changes.push_back("best tree: changed " + path);
+  const fs::path build = context.state.best_source_dir() / lane.build_dir;
+  for (const auto& change : describe_changes(hashes_from_json(record["files"], record_file.string()),
+                                             stamp_folder(build, build_bookkeeping()), "best build: "))
+    changes.push_back(change);
+  return changes;
+}
+
+void invalidate_best_build(const SessionContext& context, const Lane& lane) {
+  // A replaced file can be newer than its inputs: every file that differs from the record is
+  // removed, so the build writes it again (without a record: the objective benchmark).
+  const fs::path build = context.state.best_source_dir() / lane.build_dir;
+  std::error_code ignored;
+  if (fs::exists(context.state.best_built_file())) {
+    nlohmann::json record = read_json_file(context.state.best_built_file());
+    if (record.contains("files")) {
+      const FileHashes expected = hashes_from_json(record["files"], context.state.best_built_file().string());
+      for (const auto& [path, stamp] : stamp_folder(build, build_bookkeeping())) {
+        auto found = expected.find(path);
+        if (found == expected.end() || found->second != stamp) fs::remove(build / path, ignored);
+      }
+    }
+  }
+  fs::remove(context.state.best_built_file(), ignored);
+  fs::remove(build / lane.objective.benchmark, ignored);
+}
+
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
                                               RunRequest request) {
-  fs::path source = context.state.best_source_dir();
-  fs::path marker = context.state.best_built_commit_file();
-  std::string built = fs::exists(marker) ? read_text_file(marker) : "";
-  if (built == best_commit + "\n" && fs::exists(source / lane.build_dir / lane.objective.benchmark))
+  const fs::path record_file = context.state.best_built_file();
+  if (fs::exists(record_file) && read_json_file(record_file).value("commit", "") == best_commit &&
+      best_build_changes(context, lane).empty())
     return std::nullopt;
-  std::string top = lane.build_dir.substr(0, lane.build_dir.find('/'));
-  context.repository->export_tree(best_commit, source, {top});
-  request.source_dir = source;
+  invalidate_best_build(context, lane);
+  context.repository->export_tree(best_commit, context.state.best_source_dir(), {build_top(lane)});
+  request.source_dir = context.state.best_source_dir();
+  request.cache_dir = context.state.best_cache_dir();
   if (auto failure = configure_and_build(request, "best-")) return "the best commit's build: " + *failure;
-  write_file_atomic(marker, best_commit + "\n");
+  const fs::path build = context.state.best_source_dir() / lane.build_dir;
+  write_json_atomic(record_file, {{"commit", best_commit},
+                                  {"built_at", utc_timestamp()},
+                                  {"files", to_json(stamp_folder(build, build_bookkeeping()))}});
   return std::nullopt;
 }
 
-std::optional<std::string> keep_as_best_build(SessionContext& context, const Lane& lane, const std::string& commit,
-                                              const fs::path& build_dir) {
-  const fs::path source = build_dir / lane.objective.benchmark;
-  const fs::path target = context.state.best_source_dir() / lane.build_dir / lane.objective.benchmark;
-  const fs::path marker = context.state.best_built_commit_file();
-  std::error_code error;
-  fs::remove(marker, error);  // no marker while the binary changes: a crash then rebuilds
-  const fs::path partial = target.string() + ".partial";
-  fs::create_directories(target.parent_path(), error);
-  if (!error) fs::copy_file(source, partial, fs::copy_options::overwrite_existing, error);
-  if (!error) fs::rename(partial, target, error);
-  if (error) return "keeping " + source.string() + " as the best build: " + error.message();
-  write_file_atomic(marker, commit + "\n");
+FileHashes judge_build_hashes(const SessionContext& context, const Lane& lane) {
+  return hash_folder(context.state.judge_source_dir() / lane.build_dir, build_bookkeeping());
+}
+
+std::vector<std::string> judge_tree_changes(const SessionContext& context, const Lane& lane,
+                                            const nlohmann::json& session) {
+  std::vector<std::string> changes;
+  const std::string commit = session.at("init_commit");
+  for (const auto& path : context.repository->compare_tree(commit, context.state.judge_source_dir(), {build_top(lane)}))
+    changes.push_back("judge tree: changed " + path);
+  return changes;
+}
+
+std::optional<std::string> ensure_judge_build(SessionContext& context, const Lane& lane, nlohmann::json& session,
+                                              RunRequest request) {
+  if (session.contains("judge")) {
+    const FileHashes expected = hashes_from_json(session["judge"].at("files"), "session judge");
+    if (describe_changes(expected, judge_build_hashes(context, lane), "").empty() &&
+        judge_tree_changes(context, lane, session).empty())
+      return std::nullopt;
+  }
+  const std::string commit = session.at("init_commit");
+  context.repository->export_tree(commit, context.state.judge_source_dir(), {build_top(lane)});
+  // Files a run changed are removed, so the build writes them again.
+  if (session.contains("judge")) {
+    const FileHashes expected = hashes_from_json(session["judge"].at("files"), "session judge");
+    const fs::path build = context.state.judge_source_dir() / lane.build_dir;
+    for (const auto& [path, hash] : judge_build_hashes(context, lane)) {
+      auto found = expected.find(path);
+      std::error_code ignored;
+      if (found == expected.end() || found->second != hash) fs::remove(build / path, ignored);
+    }
+  }
+  if (auto failure = configure_and_build_judge(request)) return "the judge's build: " + *failure;
+  const fs::path build = context.state.judge_source_dir() / lane.build_dir;
+  for (const auto& [path, hash] : hash_files(build, context.config.judge.files)) {
+    if (hash == "absent")
+      return "the judge's build has no " + path + " (config judge.files; built targets: judge.targets)";
+  }
+  // A rebuild from the locked tree normally gives the same bytes: then the record stays as it was.
+  const nlohmann::json files = to_json(judge_build_hashes(context, lane));
+  if (session.contains("judge") && session["judge"].value("files", nlohmann::json()) == files) return std::nullopt;
+  session["judge"] = {{"commit", commit}, {"built_at", utc_timestamp()}, {"files", files}};
+  context.state.store_session(session);
   return std::nullopt;
 }
 

@@ -51,24 +51,41 @@ void require_branch_and_clean_tree(const SessionContext& context, const nlohmann
 // interrupted (the commit, still checked out, is simply run again). Prints what it did.
 void recover_interrupted_run(SessionContext& context, std::ostream& out);
 
-// A run of the checkout in `lane`: config, lane, source, run, best build and baseline folders
-// and progress filled in; each child's process group is added to `inflight` and stored, so a
-// later driver can kill it. The caller sets the classification and the improvement threshold.
+// A run in `lane` of the candidate's tree (state candidate/src): config, lane, trees, run, best
+// build, goldens, judge and progress filled in from the session; each child's process group is
+// added to `inflight` and stored, so a later driver can kill it. The caller sets the
+// classification and the improvement threshold.
 RunRequest session_run_request(const SessionContext& context, const Lane& lane, const std::filesystem::path& run_dir,
                                nlohmann::json& inflight, std::ostream& progress);
 
-// Makes state/best/src hold `best_commit`'s tree and builds it (incrementally) unless it is
-// already built. Returns a failure description on error.
+// The top-level folder of the lane's build directory ("build"): kept when a tree is exported.
+std::string build_top(const Lane& lane);
+
+// Writes `commit`'s tree into the candidate's tree (only changed files are rewritten, so its
+// build stays incremental; anything else there but the build folder is removed).
+void prepare_candidate_tree(SessionContext& context, const Lane& lane, const std::string& commit);
+
+// Makes state best/src hold `best_commit`'s tree and builds it there (incrementally) unless
+// best/built.json already names that commit and the tree and the objective benchmark are
+// unchanged. Returns a failure description on error.
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
                                               RunRequest request);
+// What differs in the best's tree or objective benchmark from what best/built.json recorded
+// (nothing when it is intact; "not built" when there is no record).
+std::vector<std::string> best_build_changes(const SessionContext& context, const Lane& lane);
+// Forgets the best build (its record and objective benchmark), so the next prepare rebuilds it.
+void invalidate_best_build(const SessionContext& context, const Lane& lane);
 
-// Records the objective benchmark of `build_dir` (just built from `commit` and judged) as the
-// best commit's build, so that prepare_best_build has nothing to build for it. The performance
-// gate runs nothing of the best build but that binary, which links the engine statically: a
-// copy taken right after its commit was built is that commit's benchmark. Returns a failure
-// description on error (the next prepare_best_build then builds the tree as before).
-std::optional<std::string> keep_as_best_build(SessionContext& context, const Lane& lane, const std::string& commit,
-                                              const std::filesystem::path& build_dir);
+// The judge: the init commit's tree in state judge/src with the judge targets built there.
+// Builds it when `session` has no "judge" entry yet (storing its file hashes in `session`), or
+// when its files no longer match them (rebuilt from the locked tree). Returns a failure.
+std::optional<std::string> ensure_judge_build(SessionContext& context, const Lane& lane, nlohmann::json& session,
+                                              RunRequest request);
+// The hashes of the judge's build folder (its Testing/ folder aside) and the differences of its
+// tree from the init commit.
+FileHashes judge_build_hashes(const SessionContext& context, const Lane& lane);
+std::vector<std::string> judge_tree_changes(const SessionContext& context, const Lane& lane,
+                                            const nlohmann::json& session);
 
 // The effective minimum improvement of the session's lane (raised by the A/A noise).
 double effective_min_improvement(const nlohmann::json& session, const Lane& lane);

@@ -8,9 +8,15 @@
 //   inflight.json     the experiment in progress (removed when it is recorded)
 //   lock              the driver lock (LockFile)
 //   environment.json  the last `doctor` capture
-//   baseline/         DIT_BASELINE_DIR: golden outputs, baseline scores, performance.json
-//   best/src/         the best commit's tree, with its build (DIT_BEST_BUILD_DIR)
-//   runs/<id>/        one folder per run: logs, JUnit, listings, lane.json, bench/, gates/
+//   baseline/         the goldens (DIT_BASELINE_DIR of the judge): golden outputs, baseline
+//                     scores, performance.json; hidden from candidate processes
+//   pristine/         the driver's copy of baseline/, to put back what a run changed
+//   judge/src/        the locked tree (the init commit) with the judge's build inside
+//   candidate/src/    the commit under test, with its build inside; candidate/cuda-cache
+//   best/src/         the best commit's tree, with its build; best/built.json says which commit
+//                     and the sha256 of its objective benchmark; best/cuda-cache
+//   runs/<id>/        one folder per run: logs, listings, candidate/ (its JUnit), outputs/
+//                     (DIT_OUTPUT_DIR of its tests), judge/ (DIT_JUDGE_DIR: reports, JUnit)
 #pragma once
 
 #include <filesystem>
@@ -59,8 +65,14 @@ class StateDirectory {
   std::filesystem::path lock_file() const { return root_ / "lock"; }
   std::filesystem::path environment_file() const { return root_ / "environment.json"; }
   std::filesystem::path baseline_dir() const { return root_ / "baseline"; }
+  std::filesystem::path pristine_baseline_dir() const { return root_ / "pristine" / "baseline"; }
+  std::filesystem::path judge_dir() const { return root_ / "judge"; }
+  std::filesystem::path judge_source_dir() const { return root_ / "judge" / "src"; }
+  std::filesystem::path candidate_source_dir() const { return root_ / "candidate" / "src"; }
+  std::filesystem::path candidate_cache_dir() const { return root_ / "candidate" / "cuda-cache"; }
   std::filesystem::path best_source_dir() const { return root_ / "best" / "src"; }
-  std::filesystem::path best_built_commit_file() const { return root_ / "best" / "built-commit"; }
+  std::filesystem::path best_built_file() const { return root_ / "best" / "built.json"; }
+  std::filesystem::path best_cache_dir() const { return root_ / "best" / "cuda-cache"; }
   std::filesystem::path runs_dir() const { return root_ / "runs"; }
 
   bool has_session() const { return std::filesystem::exists(session_file()); }

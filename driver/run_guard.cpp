@@ -1,0 +1,130 @@
+// Copies before a run, checks and repairs after it.
+#include "driver/run_guard.h"
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace dit::ar {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string joined(const std::vector<std::string>& items, std::size_t limit = 8) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) text += (i ? ", " : "") + items[i];
+  if (items.size() > limit) text += ", ... (" + std::to_string(items.size()) + " in all)";
+  return text;
+}
+
+bool under_fixed_path(const Config& config, const std::string& path) {
+  for (const auto& fixed : config.fixed_paths) {
+    if (path_within(path, fixed)) return true;
+  }
+  fs::path config_relative = fs::relative(config.path, config.source_dir);
+  return path == config_relative.generic_string() || path == config.contract;
+}
+
+// Makes `target` hold exactly the files of `source`.
+void mirror_folder(const fs::path& source, const fs::path& target) {
+  std::error_code ignored;
+  fs::remove_all(target, ignored);
+  fs::create_directories(target.parent_path());
+  fs::copy(source, target, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+}
+
+}  // namespace
+
+RunGuard::RunGuard(SessionContext& context, const nlohmann::json& session, const Lane& lane, std::string commit,
+                   std::string best)
+    : context_(context), session_(session), lane_(lane), commit_(std::move(commit)), best_(std::move(best)) {
+  const StateDirectory& state = context_.state;
+  for (const auto& file : {state.session_file(), state.best_file(), state.results_file(), state.best_built_file()})
+    records_.add_file(file);
+  records_.add_references(*context_.repository, {"refs/autoresearch/*", "refs/notes/*"});
+}
+
+GuardFindings RunGuard::check() const {
+  GuardFindings findings;
+  const StateDirectory& state = context_.state;
+  GitRepository& repository = *context_.repository;
+
+  std::vector<std::string> records = records_.changes(repository);
+  if (!records.empty()) findings.rejections.push_back("the run changed the session's records: " + joined(records));
+
+  if (session_.contains("baseline") && session_["baseline"].contains("goldens")) {
+    auto goldens = describe_changes(hashes_from_json(session_["baseline"]["goldens"], "session goldens"),
+                                    hash_folder(state.baseline_dir()), "");
+    if (!goldens.empty()) findings.rejections.push_back("the run changed the goldens: " + joined(goldens));
+  }
+
+  std::vector<std::string> best = best_build_changes(context_, lane_);
+  if (!best.empty() && best.front() != "not built") {
+    findings.best_changed = true;
+    findings.rejections.push_back("the run changed the best build: " + joined(best));
+  }
+
+  if (session_.contains("judge")) {
+    std::vector<std::string> judge = describe_changes(hashes_from_json(session_["judge"].at("files"), "session judge"),
+                                                      judge_build_hashes(context_, lane_), "judge build: ");
+    for (const auto& change : judge_tree_changes(context_, lane_, session_)) judge.push_back(change);
+    if (!judge.empty()) {
+      findings.judge_changed = true;
+      findings.rejections.push_back("the run changed the judge: " + joined(judge));
+    }
+  }
+
+  std::vector<std::string> fixed_in_tree;
+  for (const auto& path : repository.compare_tree(commit_, state.candidate_source_dir(), {build_top(lane_)})) {
+    if (under_fixed_path(context_.config, path)) fixed_in_tree.push_back(path);
+  }
+  if (!fixed_in_tree.empty())
+    findings.rejections.push_back("the run changed fixed paths in the candidate's tree: " + joined(fixed_in_tree));
+
+  // The user's checkout: the candidate was built from its own tree, so any change here was made
+  // beside the run. Changes under fixed paths are the candidate's doing (REJECTED, put back from
+  // the commit, saved first); other edits are the user's and are kept (no reset).
+  if (repository.head_commit() != commit_)
+    findings.checkout_changes.push_back("HEAD moved from " + short_id(commit_) + " to " +
+                                        short_id(repository.head_commit()));
+  for (const auto& path : repository.dirty_paths()) {
+    if (under_fixed_path(context_.config, path))
+      findings.fixed_checkout_paths.push_back(path);
+    else
+      findings.checkout_changes.push_back(path);
+  }
+  if (!findings.fixed_checkout_paths.empty())
+    findings.rejections.push_back("the run changed fixed paths in the checkout: " +
+                                  joined(findings.fixed_checkout_paths));
+  return findings;
+}
+
+void RunGuard::repair(const GuardFindings& findings, const fs::path& save_dir) const {
+  const StateDirectory& state = context_.state;
+  GitRepository& repository = *context_.repository;
+  if (!records_.changes(repository).empty()) records_.restore(repository);
+  if (session_.contains("baseline") && session_["baseline"].contains("goldens")) {
+    const FileHashes expected = hashes_from_json(session_["baseline"]["goldens"], "session goldens");
+    if (!describe_changes(expected, hash_folder(state.baseline_dir()), "").empty()) {
+      if (!describe_changes(expected, hash_folder(state.pristine_baseline_dir()), "").empty()) {
+        throw Error(ErrorKind::invalid_file, "the goldens and the driver's copy of them (" +
+                                                 state.pristine_baseline_dir().string() +
+                                                 ") were both changed: the session cannot go on; start a new one");
+      }
+      mirror_folder(state.pristine_baseline_dir(), state.baseline_dir());
+    }
+  }
+  if (findings.best_changed) invalidate_best_build(context_, lane_);
+  if (!findings.fixed_checkout_paths.empty()) {
+    for (const auto& path : findings.fixed_checkout_paths) {
+      const fs::path file = context_.root / path;
+      if (!fs::is_regular_file(file)) continue;
+      fs::path saved = save_dir / path;
+      fs::create_directories(saved.parent_path());
+      fs::copy_file(file, saved, fs::copy_options::overwrite_existing);
+    }
+    repository.restore_paths(repository.head_commit(), findings.fixed_checkout_paths);
+  }
+}
+
+}  // namespace dit::ar

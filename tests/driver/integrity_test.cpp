@@ -1,0 +1,197 @@
+// Unit tests of what keeps the judge honest: test-set signatures, file hash lists, the byte
+// snapshots of the records, git tree comparison and the sandbox's command line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "driver/ctest_results.h"
+#include "driver/git_repository.h"
+#include "driver/protection.h"
+#include "driver/sandbox.h"
+#include "tests/support/scratch_directory.h"
+
+namespace fs = std::filesystem;
+using namespace dit::ar;
+
+namespace {
+
+SelectedTest listed(const std::string& name, nlohmann::json properties) {
+  SelectedTest test;
+  test.name = name;
+  test.command = {"/b/build/" + name, "--data", "/b/tests/data"};
+  test.properties = std::move(properties);
+  return test;
+}
+
+nlohmann::json gate_properties() {
+  return nlohmann::json::parse(R"([{"name": "LABELS", "value": ["quality", "judge"]},
+                                   {"name": "WORKING_DIRECTORY", "value": "/b/build"}])");
+}
+
+void write(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+int git(const fs::path& repository, const std::string& arguments) {
+  const std::string command = "git -C '" + repository.string() +
+                              "' -c user.name=t -c user.email=t@t -c init.defaultBranch=main " + arguments +
+                              " >/dev/null 2>&1";
+  return std::system(command.c_str());
+}
+
+}  // namespace
+
+TEST(TestSignature, TwoBuildsOfOneTreeCompareEqual) {
+  auto a = test_signature({listed("g", gate_properties())}, "/b/build", "/b");
+  SelectedTest moved = listed("g", gate_properties());
+  moved.command = {"/c/build/g", "--data", "/c/tests/data"};
+  moved.properties[1]["value"] = "/c/build";
+  auto b = test_signature({moved}, "/c/build", "/c");
+  EXPECT_EQ(a, b);
+  EXPECT_TRUE(signature_differences(a, b).empty());
+  EXPECT_EQ(a[0]["command"][0], "{build_dir}/g");
+  EXPECT_EQ(a[0]["command"][2], "{source_dir}/tests/data");
+}
+
+TEST(TestSignature, EveryKindOfChangeIsNamed) {
+  const auto expected =
+      test_signature({listed("g", gate_properties()), listed("u", nlohmann::json::array())}, "/b/build", "/b");
+  struct Case {
+    const char* what;
+    std::vector<SelectedTest> found;
+    std::string difference;
+  };
+  auto will_fail = gate_properties();
+  will_fail.push_back({{"name", "WILL_FAIL"}, {"value", true}});
+  auto relabelled = gate_properties();
+  relabelled[0]["value"] = {"quality"};
+  SelectedTest other_command = listed("g", gate_properties());
+  other_command.command = {"/b/build/g", "--relaxed"};
+  const std::vector<Case> cases{
+      {"a property added",
+       {listed("g", will_fail), listed("u", nlohmann::json::array())},
+       "test g: property WILL_FAIL changed (absent -> true)"},
+      {"a label dropped",
+       {listed("g", relabelled), listed("u", nlohmann::json::array())},
+       "test g: property LABELS changed ([\"quality\",\"judge\"] -> [\"quality\"])"},
+      {"another command", {other_command, listed("u", nlohmann::json::array())}, "test g: command changed"},
+      {"a test removed", {listed("u", nlohmann::json::array())}, "test g: removed"},
+      {"a test added",
+       {listed("g", gate_properties()), listed("u", nlohmann::json::array()), listed("x", nlohmann::json::array())},
+       "test x: added"},
+  };
+  for (const auto& c : cases) {
+    auto differences = signature_differences(expected, test_signature(c.found, "/b/build", "/b"));
+    ASSERT_EQ(differences.size(), 1u) << c.what;
+    EXPECT_EQ(differences[0].rfind(c.difference, 0), 0u) << c.what << ": " << differences[0];
+  }
+}
+
+TEST(TestSignature, JudgeTestsAreLabelled) {
+  EXPECT_TRUE(is_judge_test(
+      parse_test_listing(nlohmann::json::parse(R"({"kind": "ctestInfo", "tests": [{"name": "g", "command": ["/b/g"],
+        "properties": [{"name": "LABELS", "value": ["quality", "judge"]}]}]})"),
+                         "listing")[0]));
+  EXPECT_FALSE(is_judge_test(listed("u", nlohmann::json::array())));
+}
+
+TEST(FileHashes, ChangesAreNamedAndSkippedFoldersIgnored) {
+  dit::test::ScratchDirectory scratch;
+  const fs::path root = scratch.path();
+  write(root / "a.txt", "a");
+  write(root / "sub/b.bin", "b");
+  write(root / "Testing/log", "1");
+  const FileHashes before = hash_folder(root, {"Testing"});
+  EXPECT_EQ(before.size(), 2u);
+  write(root / "Testing/log", "2");
+  EXPECT_TRUE(describe_changes(before, hash_folder(root, {"Testing"}), "").empty());
+  write(root / "sub/b.bin", "B");
+  write(root / "new", "n");
+  fs::remove(root / "a.txt");
+  auto changes = describe_changes(before, hash_folder(root, {"Testing"}), "goldens: ");
+  EXPECT_EQ(changes,
+            (std::vector<std::string>{"goldens: removed a.txt", "goldens: changed sub/b.bin", "goldens: added new"}));
+  EXPECT_EQ(hashes_from_json(to_json(before), "x"), before);
+  EXPECT_THROW(hashes_from_json(nlohmann::json::array(), "x"), dit::Error);
+  EXPECT_EQ(hash_files(root, {"gone"}).at("gone"), "absent");
+}
+
+TEST(GitTrees, CompareTreeAndSnapshotsSeeWhatARunChanged) {
+  dit::test::ScratchDirectory scratch;
+  const fs::path repository_dir = scratch.path() / "repo";
+  write(repository_dir / "src/a.cpp", "int a;\n");
+  write(repository_dir / "tests/t.cmake", "add_test()\n");
+  ASSERT_EQ(git(repository_dir, "init -q"), 0);
+  ASSERT_EQ(git(repository_dir, "add -A"), 0);
+  ASSERT_EQ(git(repository_dir, "commit -q -m one"), 0);
+  GitRepository repository(repository_dir);
+  const std::string commit = repository.head_commit();
+
+  const fs::path tree = scratch.path() / "tree";
+  repository.export_tree(commit, tree, {"build"});
+  write(tree / "build/out.o", "object");
+  EXPECT_TRUE(repository.compare_tree(commit, tree, {"build"}).empty());
+  write(tree / "tests/t.cmake", "add_test(WILL_FAIL)\n");
+  write(tree / "tests/extra.cmake", "x\n");
+  fs::permissions(tree / "src/a.cpp", fs::perms::owner_exec, fs::perm_options::add);
+  EXPECT_EQ(repository.compare_tree(commit, tree, {"build"}),
+            (std::vector<std::string>{"src/a.cpp", "tests/extra.cmake", "tests/t.cmake"}));
+  repository.export_tree(commit, tree, {"build"});
+  EXPECT_TRUE(repository.compare_tree(commit, tree, {"build"}).empty());
+  EXPECT_TRUE(fs::exists(tree / "build/out.o"));
+
+  const fs::path records = scratch.path() / "results.tsv";
+  write(records, "header\n");
+  repository.set_reference("refs/autoresearch/best", commit, "test");
+  Snapshot snapshot;
+  snapshot.add_file(records);
+  snapshot.add_file(scratch.path() / "absent.json");
+  snapshot.add_references(repository, {"refs/autoresearch/*"});
+  EXPECT_TRUE(snapshot.changes(repository).empty());
+  write(records, "header\nKEEP\n");
+  write(scratch.path() / "absent.json", "{}");
+  repository.set_reference("refs/autoresearch/discarded/x", commit, "test");
+  EXPECT_EQ(snapshot.changes(repository).size(), 3u);
+  snapshot.restore(repository);
+  EXPECT_TRUE(snapshot.changes(repository).empty());
+  EXPECT_EQ(dit::read_text_file(records), "header\n");
+  EXPECT_FALSE(fs::exists(scratch.path() / "absent.json"));
+
+  write(repository_dir / "tests/t.cmake", "changed\n");
+  write(repository_dir / "tests/planted.cmake", "planted\n");
+  repository.restore_paths(commit, {"tests/t.cmake", "tests/planted.cmake"});
+  EXPECT_TRUE(repository.dirty_paths().empty());
+}
+
+TEST(Sandbox, PrefixBindsOnlyTheWritableFoldersAndHidesTheRest) {
+  const SandboxStatus& status = sandbox_status();
+  SandboxView view;
+  dit::test::ScratchDirectory scratch;
+  view.writable = {scratch.path() / "build"};
+  view.hidden = {scratch.path()};
+  auto prefix = sandbox_prefix(view);
+  if (!status.available) {
+    EXPECT_TRUE(prefix.empty()) << status.description;
+    GTEST_SKIP() << "no sandbox here: " << status.description;
+  }
+  ASSERT_FALSE(prefix.empty());
+  EXPECT_EQ(prefix.front(), "bwrap");
+  EXPECT_EQ(prefix.back(), "--");
+  // Inside: the writable folder takes a file, the rest of the file system does not.
+  write(scratch.path() / "secret", "golden");
+  std::vector<std::string> argv = prefix;
+  const std::string script = "echo x > '" + (scratch.path() / "build/ok").string() + "' && ! echo y > '" +
+                             (fs::current_path() / "denied").string() + "' 2>/dev/null && ! test -e '" +
+                             (scratch.path() / "secret").string() + "'";
+  argv.insert(argv.end(), {"sh", "-c", script});
+  std::string command;
+  for (const auto& argument : argv) command += "'" + argument + "' ";
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  EXPECT_TRUE(fs::exists(scratch.path() / "build/ok"));
+  EXPECT_FALSE(fs::exists(fs::current_path() / "denied"));
+}
