@@ -5,7 +5,7 @@
 set -eu
 packages="cmake ninja-build ccache g++ clang libclang-rt-14-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev
-  libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format"
+  libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format bubblewrap"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -82,6 +82,8 @@ while [ $# -gt 0 ]; do
 done
 
 . .deps/env.sh
+# bubblewrap, when tools/gpu-host/stage-sandbox.sh staged it: dit-ar's sandbox.
+[ -x .deps/root/usr/bin/bwrap ] && export PATH="$PWD/.deps/root/usr/bin:$PATH"
 # The host's copy of the tree can carry a .git of another commit (seen 2026-12-01: the session's
 # first commit, so every benchmark context said "<that commit>-dirty"): point it at the staged
 # bundle's HEAD, keeping the copied files.

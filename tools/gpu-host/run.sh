@@ -39,7 +39,7 @@ for stage in "$@"; do
       grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Timeout|Not Run" "$OUT/ctest-a5500.log" | tail -40
       ;;
     perf)
-      DIT_RUN_DIR="$OUT" ctest --preset a5500-perf --output-junit "$OUT/ctest-perf.xml" >"$OUT/ctest-perf.log" 2>&1 || status=1
+      DIT_OUTPUT_DIR="$OUT" ctest --preset a5500-perf --output-junit "$OUT/ctest-perf.xml" >"$OUT/ctest-perf.log" 2>&1 || status=1
       tail -15 "$OUT/ctest-perf.log"
       ;;
     sbs)
