@@ -3,6 +3,8 @@
 
 #include <sys/stat.h>
 
+#include <functional>
+
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
@@ -29,25 +31,14 @@ std::string hash_entry(const fs::path& path) {
 
 }  // namespace
 
-FileHashes hash_folder(const fs::path& root, const std::set<std::string>& skip) {
-  FileHashes hashes;
-  std::error_code error;
-  if (!fs::is_directory(root, error)) return hashes;
-  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string relative = fs::relative(it->path(), root).generic_string();
-    if (skipped(relative, skip)) {
-      if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
-      continue;
-    }
-    if (it->is_symlink() || it->is_regular_file()) hashes[relative] = hash_entry(it->path());
-  }
-  return hashes;
-}
+namespace {
 
-FileHashes stamp_folder(const fs::path& root, const std::set<std::string>& skip) {
-  FileHashes stamps;
+// Every file and link under `root` but what `skip` names, as relative path -> describe(path).
+FileHashes describe_folder(const fs::path& root, const std::set<std::string>& skip,
+                           const std::function<std::string(const fs::path&)>& describe) {
+  FileHashes entries;
   std::error_code error;
-  if (!fs::is_directory(root, error)) return stamps;
+  if (!fs::is_directory(root, error)) return entries;
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
     const std::string relative = fs::relative(it->path(), root).generic_string();
     if (skipped(relative, skip)) {
@@ -55,13 +46,28 @@ FileHashes stamp_folder(const fs::path& root, const std::set<std::string>& skip)
       continue;
     }
     if (it->is_directory() && !it->is_symlink()) continue;
-    struct stat info {};
-    if (::lstat(it->path().c_str(), &info) != 0) continue;
-    stamps[relative] = std::to_string(info.st_size) + " " + std::to_string(info.st_ino) + " " +
-                       std::to_string(info.st_mtim.tv_sec) + "." + std::to_string(info.st_mtim.tv_nsec) + " " +
-                       std::to_string(info.st_ctim.tv_sec) + "." + std::to_string(info.st_ctim.tv_nsec);
+    // A pipe or a device is named, never read (reading a pipe could block the driver).
+    entries[relative] = it->is_symlink() || it->is_regular_file() ? describe(it->path()) : "special file";
   }
-  return stamps;
+  return entries;
+}
+
+std::string stat_stamp(const fs::path& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return "absent";
+  return std::to_string(info.st_size) + " " + std::to_string(info.st_ino) + " " + std::to_string(info.st_mtim.tv_sec) +
+         "." + std::to_string(info.st_mtim.tv_nsec) + " " + std::to_string(info.st_ctim.tv_sec) + "." +
+         std::to_string(info.st_ctim.tv_nsec);
+}
+
+}  // namespace
+
+FileHashes hash_folder(const fs::path& root, const std::set<std::string>& skip) {
+  return describe_folder(root, skip, hash_entry);
+}
+
+FileHashes stamp_folder(const fs::path& root, const std::set<std::string>& skip) {
+  return describe_folder(root, skip, stat_stamp);
 }
 
 const std::set<std::string>& build_bookkeeping() {

@@ -130,39 +130,13 @@ expect_text "reason: build failed: exit code"
 expect_discarded "$NOBUILD" "$FAST"
 expect_row 5 CRASH numerical "$NOBUILD"
 
-# The engine's plan reading and model, for the work.cpp variants below.
-ENGINE_CPP='#include "work.h"
-
-#include <sys/prctl.h>
+# The fixture's work.cpp up to its fixture_image (the plan reading and the model), with what the
+# variants below also need, for the work.cpp variants below.
+ENGINE_CPP="#include <sys/prctl.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <string>
-#include <thread>
-
-namespace {
-
-int engine(int value) { return 7 * value + 3; }
-
-int image_ms() {
-  static const int ms = [] {
-    std::ifstream plans(FIXTURE_PLANS_FILE);
-    std::string key;
-    int value = 0;
-    while (plans >> key >> value) {
-      if (key == "image_ms") return value;
-    }
-    return 0;
-  }();
-  return ms;
-}
-
-}  // namespace
-
-int fixture_output(int case_index) { return engine(case_index); }
-'
+$(sed '/^std::array<float, kImageValues> fixture_image/,$d' "$FIXTURE/src/work.cpp")"
 # Processes of the variants name themselves (comm), so that the test finds them whatever pid
 # namespace they ran in.
 HANG_NAME=e2ehang$$
