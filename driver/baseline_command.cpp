@@ -89,10 +89,18 @@ int run_baseline(const CommonOptions& options) {
   record.sandbox = sandbox_status().description;
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
-  fs::create_directories(context.state.baseline_dir());
   // With --json, stdout carries only the JSON document; progress goes to stderr.
   std::ostream& progress = options.json ? std::cerr : std::cout;
   progress << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
+  // No baseline is recorded in the session, so whatever the folder holds is what an earlier,
+  // failed baseline left (part of the goldens): kept in this run's folder, so that recording
+  // them again is not refused and nothing is lost.
+  if (fs::exists(context.state.baseline_dir()) && !fs::is_empty(context.state.baseline_dir())) {
+    const fs::path aside = run_dir / "earlier-baseline";
+    fs::rename(context.state.baseline_dir(), aside);
+    progress << "  the goldens an earlier, failed baseline left were moved to " << aside.string() << "\n";
+  }
+  fs::create_directories(context.state.baseline_dir());
 
   nlohmann::json inflight{{"phase", "running"},        {"kind", "baseline"},          {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};

@@ -38,9 +38,11 @@ expect_line "branch: autoresearch/e2e"
 expect_line "commit: $INIT"
 [ -f "$STATE/session.json" ] || fail "session.json missing"
 
-step "baseline"
+step "baseline (what a failed one left in baseline/ is moved into the run's folder, not refused)"
+mkdir -p "$STATE/baseline/quality/cpu" && echo partial >"$STATE/baseline/quality/cpu/MANIFEST.json"
 ar baseline baseline
 expect_rc 0
+expect_text "the goldens an earlier, failed baseline left were moved to"
 expect_line "status: KEEP"
 expect_line "classification: baseline"
 # Measured: 5 images of 30 ms (src/plans.txt) a process, really slept.
@@ -50,6 +52,8 @@ expect_line "quality: 3/3 quality tests passed"
 expect_row 1 KEEP baseline "$INIT"
 [ -f "$STATE/baseline/golden.txt" ] || fail "the golden output was not recorded"
 RUN=$(run_dir_of 1)
+[ -f "$RUN/earlier-baseline/quality/cpu/MANIFEST.json" ] && [ ! -e "$STATE/baseline/quality" ] ||
+  fail "the earlier baseline's leftovers were not moved to $RUN/earlier-baseline"
 # The candidate's render goes to DIT_OUTPUT_DIR, the judge's reports to DIT_JUDGE_DIR.
 cmp -s "$RUN/outputs/quality/output.txt" "$STATE/baseline/golden.txt" ||
   fail "the baseline's render ($RUN/outputs/quality/output.txt) is missing or differs from the golden"
