@@ -21,6 +21,17 @@ int run_summary(const CommonOptions& options, int limit) {
   for (const auto& row : rows) ++counts[row.at("status")];
   auto best = state.load_best();
   std::size_t first = limit > 0 && rows.size() > static_cast<std::size_t>(limit) ? rows.size() - limit : 0;
+  // The minimum improvement experiments face: the lane's, raised to twice the baseline's A/A
+  // noise when that is larger (program.md, step 7 of the start).
+  const Lane& lane = config.lane(session.value("lane", config.default_lane));
+  const double minimum = effective_min_improvement(session, lane);
+  std::string minimum_text = format_number(minimum, 4) + "%";
+  if (session.contains("baseline")) {
+    minimum_text += " (lane " + format_number(lane.min_improvement_percent, 4) + "%, A/A noise " +
+                    format_number(session["baseline"].value("noise_percent", 0.0), 4) + "%)";
+  } else {
+    minimum_text += " (the lane's; no baseline yet)";
+  }
 
   if (options.json) {
     nlohmann::json document{{"branch", session.value("branch", "")},
@@ -28,6 +39,7 @@ int run_summary(const CommonOptions& options, int limit) {
                             {"experiments", rows.size()},
                             {"counts", counts},
                             {"best", best ? *best : nlohmann::json(nullptr)},
+                            {"min_improvement_percent", minimum},
                             {"rows", nlohmann::json::array()}};
     for (std::size_t i = first; i < rows.size(); ++i) document["rows"].push_back(rows[i]);
     std::cout << document.dump(2) << "\n";
@@ -55,7 +67,8 @@ int run_summary(const CommonOptions& options, int limit) {
        {"objective", best && (*best)["value"].is_number()
                          ? best->value("objective", "") + " " + format_number((*best)["value"].get<double>()) + " " +
                                best->value("unit", "")
-                         : "not measured"}},
+                         : "not measured"},
+       {"min_improvement_percent", minimum_text}},
       false);
   return kExitKeep;
 }

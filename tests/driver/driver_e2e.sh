@@ -355,6 +355,9 @@ ar summary summary --json
 expect_rc 0
 grep -q '"experiments": 11' "$LAST" || fail "summary --json does not count 11 rows"
 grep -q '"KEEP": 3' "$LAST" || fail "summary --json does not count 3 KEEP"
+grep -qE '"min_improvement_percent": [0-9]' "$LAST" || fail "summary --json does not give the effective minimum"
+ar summary-text summary
+expect_line_re "min_improvement_percent: [0-9.]+% \(lane 5%, A/A noise [0-9.]+%\)"
 ar status status
 expect_rc 0
 expect_line "best: $FUSED"
