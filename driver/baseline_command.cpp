@@ -147,6 +147,14 @@ int run_baseline(const CommonOptions& options) {
 
   std::vector<std::string> warnings;
   double effective_minimum = lane.min_improvement_percent;
+  // A machine too noisy for the lane: the baseline is not recorded (it can be run again).
+  if (record.status == Status::keep) {
+    const nlohmann::json report = *performance_report(facts.gate_reports);
+    if (auto problem = noise_cap_problem(lane, report["details"].value("noise_percent", 0.0))) {
+      record.status = Status::crash;
+      record.reasons = {*problem};
+    }
+  }
   if (record.status == Status::keep) {
     nlohmann::json report = *performance_report(facts.gate_reports);
     const nlohmann::json& details = report["details"];

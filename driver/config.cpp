@@ -172,10 +172,10 @@ std::vector<std::vector<std::string>> parse_commands(const json& commands, const
 
 Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
-  reject_unknown_keys(
-      object, where,
-      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "objective",
-       "min_improvement_percent", "repetitions", "guardrails", "mode", "record_baseline_commands"});
+  reject_unknown_keys(object, where,
+                      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
+                       "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
+                       "guardrails", "mode", "record_baseline_commands"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -187,6 +187,10 @@ Lane lane_from_json(const json& object, const std::string& where) {
                                            where + ".build_dir");
   lane.objective = parse_objective(read_object(object, "objective", where), where + ".objective");
   lane.min_improvement_percent = read_number(object, "min_improvement_percent", where, 1.0, 0.0);
+  lane.max_min_improvement_percent =
+      read_number(object, "max_min_improvement_percent", where, std::max(10.0, lane.min_improvement_percent), 0.0);
+  if (lane.max_min_improvement_percent < lane.min_improvement_percent)
+    fail(where + ".max_min_improvement_percent", "must be at least min_improvement_percent");
   lane.repetitions = read_int(object, "repetitions", where, kMinimumRepetitions, kMinimumRepetitions);
   if (const json* guardrails = find(object, "guardrails")) {
     if (!guardrails->is_object()) fail(where + ".guardrails", "must be an object");
@@ -308,6 +312,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"output_tolerance", lane.objective.output_tolerance},
         {"max_untimed_growth_seconds", lane.objective.max_untimed_growth_seconds}}},
       {"min_improvement_percent", effective_min_improvement_percent},
+      {"max_min_improvement_percent", lane.max_min_improvement_percent},
       {"repetitions", lane.repetitions},
       {"guardrails",
        {{"p95_step_percent", lane.guardrails.p95_step_percent},

@@ -56,6 +56,9 @@ struct Lane {
   std::string build_dir;                  // relative to the source tree, e.g. "build/a5500"
   Objective objective;
   double min_improvement_percent = 1.0;
+  // The largest minimum improvement the baseline's A/A noise may raise it to: above it the
+  // machine is too noisy to judge this lane, and the baseline is not recorded.
+  double max_min_improvement_percent = 10.0;
   int repetitions = 9;  // interleaved runs per side in the performance gate (at least 9)
   Guardrails guardrails;
   // When not empty, what `dit-ar baseline` runs to record the golden outputs for this lane

@@ -292,6 +292,18 @@ double effective_min_improvement_percent(double configured_percent, double noise
   return std::max(configured_percent, kNoiseMultiple * noise_percent);
 }
 
+std::optional<std::string> noise_cap_problem(const Lane& lane, double noise_percent) {
+  const double effective = effective_min_improvement_percent(lane.min_improvement_percent, noise_percent);
+  if (effective <= lane.max_min_improvement_percent) return std::nullopt;
+  std::ostringstream text;
+  text << "the A/A noise of the baseline's measurement, " << noise_percent << "%, would raise lane " << lane.name
+       << "'s minimum improvement from " << lane.min_improvement_percent << "% to " << effective
+       << "%, above its cap of " << lane.max_min_improvement_percent
+       << "% (max_min_improvement_percent): no experiment could be judged; the baseline is not recorded. Quiet the "
+          "machine (nothing else running, clocks locked) and run `dit-ar baseline` again to measure anew";
+  return text.str();
+}
+
 double improvement_percent(Direction direction, double candidate, double reference) {
   if (reference == 0.0) return 0.0;
   double change = (reference - candidate) / std::abs(reference) * 100.0;

@@ -66,6 +66,9 @@ GateReport evaluate_noise(const Lane& lane, const Measurement& first, const Meas
 // noise alone cannot produce a KEEP.
 inline constexpr double kNoiseMultiple = 2.0;
 double effective_min_improvement_percent(double configured_percent, double noise_percent);
+// Why the baseline's noise makes the lane unjudgeable here (the effective minimum above the lane's
+// max_min_improvement_percent), with the figures and the way out; nothing when it does not.
+std::optional<std::string> noise_cap_problem(const Lane& lane, double noise_percent);
 
 // Signed improvement in percent: positive when `candidate` is better than `reference`.
 double improvement_percent(Direction direction, double candidate, double reference);

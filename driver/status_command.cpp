@@ -43,6 +43,8 @@ int run_status(const CommonOptions& options) {
       {"head", head},
       {"best", best ? *best : "none"},
       {"baseline", session.contains("baseline") ? session["baseline"].value("commit", "") : "not recorded"},
+      {"min_improvement_percent",
+       format_number(effective_min_improvement(session, context.config.lane(session.value("lane", ""))), 4)},
       {"experiments", std::to_string(context.state.read_results().size())},
       {"discarded_refs", std::to_string(discarded.size())},
       {"driver_running", holder ? "yes (pid " + std::to_string(*holder) + ")" : "no"},

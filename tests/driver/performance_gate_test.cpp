@@ -134,6 +134,33 @@ TEST(PerformanceGate, MinimumIsRaisedToTwiceTheNoise) {
   EXPECT_DOUBLE_EQ(effective_min_improvement_percent(0.0, 0.0), 0.0);
 }
 
+TEST(PerformanceGate, NoiseAboveTheCapRefusesTheBaseline) {
+  Lane lane = test_lane();
+  lane.min_improvement_percent = 1.0;
+  lane.max_min_improvement_percent = 10.0;
+  struct Case {
+    double noise;
+    bool refused;
+  };
+  for (const Case& c : std::vector<Case>{{0.0, false}, {4.9, false}, {5.0, false}, {5.01, true}, {553.0, true}}) {
+    auto problem = noise_cap_problem(lane, c.noise);
+    EXPECT_EQ(problem.has_value(), c.refused) << c.noise;
+    if (problem) {
+      EXPECT_NE(problem->find("max_min_improvement_percent"), std::string::npos) << *problem;
+      EXPECT_NE(problem->find("dit-ar baseline"), std::string::npos) << *problem;
+    }
+  }
+  // The cap is read from the lane, defaults to 10% (or the lane's own minimum when higher), and
+  // may not lie below the minimum.
+  nlohmann::json document = lane_to_json(lane, 1.0);
+  EXPECT_DOUBLE_EQ(lane_from_json(document, "lane").max_min_improvement_percent, 10.0);
+  document.erase("max_min_improvement_percent");
+  document["min_improvement_percent"] = 20.0;
+  EXPECT_DOUBLE_EQ(lane_from_json(document, "lane").max_min_improvement_percent, 20.0);
+  document["max_min_improvement_percent"] = 5.0;
+  EXPECT_THROW(lane_from_json(document, "lane"), dit::Error);
+}
+
 // --- Timed outputs ------------------------------------------------------------------------------
 
 struct OutputCase {
