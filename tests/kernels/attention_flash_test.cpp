@@ -24,13 +24,7 @@ using test::expect_close;
 using cuda::DeviceDtype;
 using test::DeviceTensor;
 
-struct AttentionCase {
-  int B, H, N, hd;
-  DeviceDtype dtype;
-  std::string name() const {
-    return test::dims_name({{"b", B}, {"h", H}, {"n", N}, {"d", hd}}) + "_" + test::dtype_suffix(dtype);
-  }
-};
+using test::AttentionCase;
 
 // --- attention (flash, tensor cores) ------------------------------------------------------------
 
@@ -44,16 +38,11 @@ TEST_P(CudaAttentionFlash, matches_reference_and_naive_kernel) {
   const AttentionCase k = GetParam();
   ASSERT_TRUE(cuda::attention_flash_supported(k.dtype, k.hd));
   const uint64_t seed = test::fresh_seed();
-  const size_t qkv_size = static_cast<size_t>(k.B) * k.N * 3 * k.H * k.hd;
-  const vector<float> qkv = test::round_to(test::random_normal(qkv_size, seed, 1.5f), k.dtype);
-  vector<float> ref(static_cast<size_t>(k.B) * k.N * k.H * k.hd);
-  cpu::attention(qkv.data(), ref.data(), k.B, k.N, k.H, k.hd);
-  DeviceTensor dqkv(qkv, k.dtype), dnaive(ref.size(), k.dtype);
-  dnaive.poison();
-  cuda::attention_naive(dqkv.data(), dnaive.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
-  size_t naive_unwritten = 0;
-  const vector<float> naive = dnaive.download(&naive_unwritten);
-  ASSERT_EQ(naive_unwritten, 0u);
+  const test::AttentionRun run = test::run_naive_attention(k, seed);
+  ASSERT_EQ(run.naive_unwritten, 0u);
+  const vector<float>& ref = run.reference;
+  const vector<float>& naive = run.naive;
+  DeviceTensor dqkv(run.qkv, k.dtype);
 
   const vector<cuda::FlashForm> forms = cuda::attention_flash_forms();
   ASSERT_EQ(forms.size(), 2u);

@@ -70,30 +70,16 @@ using test::DeviceTensor;
 
 // --- attention (naive) --------------------------------------------------------------------------
 
-struct AttentionCase {
-  int B, H, N, hd;
-  DeviceDtype dtype;
-  std::string name() const {
-    return test::dims_name({{"b", B}, {"h", H}, {"n", N}, {"d", hd}}) + "_" + test::dtype_suffix(dtype);
-  }
-};
+using test::AttentionCase;
 
 class CudaAttention : public testing::TestWithParam<AttentionCase> {};
 
 TEST_P(CudaAttention, matches_reference) {
   const AttentionCase k = GetParam();
   const uint64_t seed = test::fresh_seed();
-  const size_t qkv_size = static_cast<size_t>(k.B) * k.N * 3 * k.H * k.hd;
-  // scale 1.5: softmax rows far from uniform, so a wrong key or value shows
-  const vector<float> qkv = test::round_to(test::random_normal(qkv_size, seed, 1.5f), k.dtype);
-  vector<float> ref(static_cast<size_t>(k.B) * k.N * k.H * k.hd);
-  cpu::attention(qkv.data(), ref.data(), k.B, k.N, k.H, k.hd);
-  DeviceTensor dqkv(qkv, k.dtype), dout(ref.size(), k.dtype);
-  dout.poison();
-  cuda::attention_naive(dqkv.data(), dout.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
-  size_t unwritten = 0;
-  const vector<float> out = dout.download(&unwritten);
-  expect_close("attention/" + k.name(), out, unwritten, test::to_double(ref), test::output_bound(k.dtype), seed);
+  const test::AttentionRun run = test::run_naive_attention(k, seed);
+  expect_close("attention/" + k.name(), run.naive, run.naive_unwritten, test::to_double(run.reference),
+               test::output_bound(k.dtype), seed);
 }
 
 INSTANTIATE_TEST_SUITE_P(

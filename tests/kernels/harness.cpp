@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/half.h"
+#include "kernels/attention.h"
 #endif
 
 namespace dit::test {
@@ -158,6 +159,23 @@ std::vector<float> DeviceTensor::download(size_t* never_written) const {
   }
   if (never_written) *never_written = untouched;
   return out;
+}
+
+std::string AttentionCase::name() const {
+  return dims_name({{"b", B}, {"h", H}, {"n", N}, {"d", hd}}) + "_" + dtype_suffix(dtype);
+}
+
+AttentionRun run_naive_attention(const AttentionCase& k, uint64_t seed) {
+  AttentionRun run;
+  const size_t qkv_size = static_cast<size_t>(k.B) * k.N * 3 * k.H * k.hd;
+  run.qkv = round_to(random_normal(qkv_size, seed, 1.5f), k.dtype);
+  run.reference.resize(static_cast<size_t>(k.B) * k.N * k.H * k.hd);
+  cpu::attention(run.qkv.data(), run.reference.data(), k.B, k.N, k.H, k.hd);
+  DeviceTensor dqkv(run.qkv, k.dtype), dout(run.reference.size(), k.dtype);
+  dout.poison();
+  cuda::attention_naive(dqkv.data(), dout.data(), k.dtype, k.B, k.N, k.H, k.hd, nullptr);
+  run.naive = dout.download(&run.naive_unwritten);
+  return run;
 }
 
 #endif  // DIT_CUDA_CASES

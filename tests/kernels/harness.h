@@ -97,6 +97,23 @@ class DeviceTensor {
 };
 
 // A device copy of a plain array (labels, timesteps, seeds, step tables).
+// An attention case on the device (kernels/attention.h's layout), and what each attention test
+// starts from: qkv drawn with std 1.5 (softmax rows far from uniform, so a wrong key or value
+// shows) and rounded to the dtype, the CPU reference of it, and the naive kernel's output for the
+// same device inputs (`naive_unwritten`: its outputs never written).
+struct AttentionCase {
+  int B, H, N, hd;
+  cuda::DeviceDtype dtype;
+  std::string name() const;
+};
+struct AttentionRun {
+  std::vector<float> qkv;
+  std::vector<float> reference;
+  std::vector<float> naive;
+  size_t naive_unwritten = 0;
+};
+AttentionRun run_naive_attention(const AttentionCase& k, uint64_t seed);
+
 template <typename T>
 class DeviceArray {
  public:
