@@ -80,6 +80,13 @@ std::vector<float> round_to(const std::vector<float>& values, DeviceDtype dtype)
   return out;
 }
 
+float rounding_step(float value, DeviceDtype dtype) {
+  const float magnitude = std::fabs(round_to(value, dtype));
+  if (dtype == DeviceDtype::f32) return std::nextafter(magnitude, INFINITY) - magnitude;
+  const uint16_t bits = encode16(magnitude, dtype);
+  return decode16(static_cast<uint16_t>(bits + 1), dtype) - magnitude;
+}
+
 const char* dtype_suffix(DeviceDtype dtype) {
   switch (dtype) {
     case DeviceDtype::f32: return "fp32";

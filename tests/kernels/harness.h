@@ -56,6 +56,10 @@ std::vector<float> round_to(const std::vector<float>& values, cuda::DeviceDtype 
 
 const char* dtype_suffix(cuda::DeviceDtype dtype);  // "fp32", "fp16", "bf16"
 
+// The gap between |value| (stored in `dtype`) and the next larger value `dtype` holds: one
+// rounding step, by which a kernel's result may differ from a float64 reference's rounding.
+float rounding_step(float value, cuda::DeviceDtype dtype);
+
 // n values from N(shift, std^2), each rounded to `dtype`.
 std::vector<float> rounded_normal(size_t n, uint64_t seed, cuda::DeviceDtype dtype, float std, float shift = 0);
 
