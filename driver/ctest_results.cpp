@@ -76,6 +76,7 @@ std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path) 
     if (pugi::xml_node failure = testcase.child("failure")) {
       result.outcome = TestOutcome::failed;
       result.detail = failure.attribute("message").as_string();
+      result.failed_cases = parse_gtest_failures(testcase.child_value("system-out"));
     } else if (pugi::xml_node skipped = testcase.child("skipped")) {
       result.detail = skipped.attribute("message").as_string();
       // CTest marks a SKIP_RETURN_CODE exit "notrun" with that message; other "notrun"
@@ -92,6 +93,24 @@ std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path) 
       result.detail = status;
     }
     cases[testcase.attribute("name").as_string()] = result;
+  }
+  return cases;
+}
+
+std::vector<std::string> parse_gtest_failures(const std::string& output) {
+  // "[  FAILED  ] suite/Fixture.case/param, where GetParam() = ... (87 ms)"; the summary at the
+  // end repeats each line without the time, and "[  FAILED  ] 2 tests, listed below:" counts.
+  static const std::regex line_pattern(R"(^\[  FAILED  \] ([^ ,]+))");
+  std::vector<std::string> cases;
+  std::set<std::string> seen;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch match;
+    if (!std::regex_search(line, match, line_pattern)) continue;
+    const std::string name = match[1].str();
+    if (line.find(" tests, listed below") != std::string::npos || line.find(" test, listed below") != std::string::npos)
+      continue;
+    if (seen.insert(name).second) cases.push_back(name);
   }
   return cases;
 }
@@ -125,6 +144,7 @@ std::vector<TestResult> merge_results(const std::vector<SelectedTest>& selected,
       result.outcome = found->second.outcome;
       result.detail = found->second.detail;
       result.seconds = found->second.seconds;
+      result.failed_cases = found->second.failed_cases;
     }
     auto console = console_failures.find(test.name);
     if (result.outcome == TestOutcome::failed && console != console_failures.end()) {

@@ -30,6 +30,8 @@ struct TestResult {
   std::string detail;  // CTest's message (skip reason, exception name)
   double seconds = 0.0;
   std::string preset;  // the test preset that ran it
+  // The GoogleTest cases a failed test names in its output ("[  FAILED  ] suite.case"), in order.
+  std::vector<std::string> failed_cases;
 };
 
 // Parses the json-v1 listing. Throws dit::Error(invalid_file) when it is not one.
@@ -41,7 +43,12 @@ struct JunitCase {
   TestOutcome outcome = TestOutcome::missing;
   std::string detail;
   double seconds = 0.0;
+  std::vector<std::string> failed_cases;  // of a failed test, from its <system-out>
 };
+
+// The GoogleTest cases an output names as failed ("[  FAILED  ] suite.case, where GetParam() =
+// ..."), each once, in order, without the parameter's bytes.
+std::vector<std::string> parse_gtest_failures(const std::string& output);
 std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path);
 
 // Per test name: "Exception: SegFault", "Timeout", ... from CTest's console output.

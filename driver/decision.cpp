@@ -11,7 +11,27 @@ namespace {
 std::string test_line(const TestResult& result) {
   std::string line = result.test.name + " " + to_string(result.outcome);
   if (!result.detail.empty()) line += " (" + result.detail + ")";
+  // Every failed GoogleTest case by name (its values and bounds are in the test's log).
+  if (!result.failed_cases.empty()) {
+    line += ": " + std::to_string(result.failed_cases.size()) +
+            (result.failed_cases.size() == 1 ? " failed case: " : " failed cases: ");
+    for (size_t i = 0; i < result.failed_cases.size(); ++i) line += (i ? ", " : "") + result.failed_cases[i];
+  }
   return line;
+}
+
+// "gate: reason" for each reason of each failed quality gate report (measured value and bound).
+std::vector<std::string> gate_failures(const std::vector<nlohmann::json>& gate_reports) {
+  std::vector<std::string> failures;
+  for (const auto& report : gate_reports) {
+    if (report.value("passed", false) || report.value("gate", "") == "performance") continue;
+    const std::string gate = report.value("gate", "gate");
+    const nlohmann::json reasons = report.value("reasons", nlohmann::json::array());
+    if (!reasons.is_array() || reasons.empty()) failures.push_back(gate + ": failed (its report gives no reason)");
+    for (const auto& reason : reasons)
+      failures.push_back(gate + ": " + (reason.is_string() ? reason.get<std::string>() : reason.dump()));
+  }
+  return failures;
 }
 
 bool has_quality_label(const SelectedTest& test) { return test.has_label("quality") || test.has_label("critical"); }
@@ -122,14 +142,16 @@ Decision decide_without_notes(const RunFacts& facts) {
   if (!performance_failures.empty() && performance && performance->value("passed", false)) {
     crash_reasons.push_back("a perf test failed although the performance gate passed: " + performance_failures.front());
   }
-  if (!crash_reasons.empty()) return crash(crash_reasons);
-
-  for (const auto& report : facts.gate_reports) {
-    if (report.value("passed", false) || report.value("gate", "") == "performance") continue;
-    for (const auto& reason : report.value("reasons", nlohmann::json::array())) {
-      quality_failures.push_back(report.value("gate", "gate") + ": " + reason.get<std::string>());
-    }
+  const std::vector<std::string> failed_gates = gate_failures(facts.gate_reports);
+  if (!crash_reasons.empty()) {
+    // A CRASH names what else failed too: the quality tests and gates behind a numerical break.
+    crash_reasons.insert(crash_reasons.end(), quality_failures.begin(), quality_failures.end());
+    crash_reasons.insert(crash_reasons.end(), failed_gates.begin(), failed_gates.end());
+    for (const auto& failure : performance_failures) crash_reasons.push_back(failure);
+    return crash(crash_reasons);
   }
+
+  quality_failures.insert(quality_failures.end(), failed_gates.begin(), failed_gates.end());
   if (!quality_failures.empty()) {
     decision.status = Status::discard_quality;
     decision.reasons = quality_failures;
@@ -139,9 +161,8 @@ Decision decide_without_notes(const RunFacts& facts) {
   }
   if (!performance->value("passed", false)) {
     decision.status = Status::discard_performance;
-    for (const auto& reason : performance->value("reasons", nlohmann::json::array())) {
-      decision.reasons.push_back(reason.get<std::string>());
-    }
+    for (const auto& reason : performance->value("reasons", nlohmann::json::array()))
+      decision.reasons.push_back(reason.is_string() ? reason.get<std::string>() : reason.dump());
     if (decision.reasons.empty()) decision.reasons = performance_failures;
     return decision;
   }

@@ -252,6 +252,37 @@ TEST(CtestResults, ReadsJunitAndConsoleOutcomes) {
   EXPECT_EQ(results[5].outcome, TestOutcome::missing);
 }
 
+TEST(CtestResults, NamesTheFailedGoogleTestCasesOfAFailedTest) {
+  fs::path path = scratch("junit-cases.xml");
+  std::ofstream(path) << R"(<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="x" tests="2">
+  <testcase name="kernels" classname="kernels" time="7.6" status="fail"><failure message="Failed"/><system-out>[ RUN      ] bias/Bias.matches/m512_fp16
+harness.cpp:42: Failure
+bias/m512_fp16: 1 of 2359296 outputs never written
+[  FAILED  ] bias/Bias.matches/m512_fp16, where GetParam() = 16-byte object &lt;00-02&gt; (87 ms)
+[  FAILED  ] Flash.rejects_bad_sizes (0 ms)
+[  PASSED  ] 174 tests.
+[  FAILED  ] 2 tests, listed below:
+[  FAILED  ] bias/Bias.matches/m512_fp16, where GetParam() = 16-byte object &lt;00-02&gt;
+[  FAILED  ] Flash.rejects_bad_sizes
+</system-out></testcase>
+  <testcase name="ok" classname="ok" time="0.5" status="run"><system-out>[  FAILED  ] not.a.failure.of.a.passing.test</system-out></testcase>
+</testsuite>)";
+  auto junit = parse_junit(path);
+  EXPECT_EQ(junit.at("kernels").failed_cases,
+            (std::vector<std::string>{"bias/Bias.matches/m512_fp16", "Flash.rejects_bad_sizes"}));
+  EXPECT_TRUE(junit.at("ok").failed_cases.empty());
+  auto results = merge_results({{"kernels", {}, {"unit"}}}, junit, {}, "p");
+  ASSERT_EQ(results.size(), 1u);
+  RunFacts facts = passing_run();
+  facts.tests[0] = results[0];
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::crash);
+  ASSERT_FALSE(decision.reasons.empty());
+  EXPECT_EQ(decision.reasons.front(),
+            "kernels failed (Failed): 2 failed cases: bias/Bias.matches/m512_fp16, Flash.rejects_bad_sizes");
+}
+
 TEST(CtestResults, ReadsLabelsFromTheListing) {
   auto listing = nlohmann::json::parse(R"({"kind": "ctestInfo", "tests": [
     {"name": "g", "command": ["/b/g", "--x"], "properties": [{"name": "LABELS", "value": ["quality", "critical"]}]},
@@ -326,6 +357,20 @@ TEST(Decision, PresetsSkippedAfterAQualityFailureDiscardForQuality) {
   facts.tests[1].outcome = TestOutcome::failed;
   facts.tests[0].outcome = TestOutcome::crashed;
   EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
+TEST(Decision, ACrashNamesTheFailedQualityGatesToo) {
+  // A numerical break fails unit tests (CRASH) and gates alike: the reasons name both, the
+  // gates with their measured values and bounds.
+  RunFacts facts = passing_run();
+  facts.tests[0].outcome = TestOutcome::failed;
+  facts.tests[1].outcome = TestOutcome::failed;
+  facts.gate_reports[0]["passed"] = false;
+  facts.gate_reports[0]["reasons"] = {"psnr_mean 21.3 dB under the floor 40 dB"};
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::crash);
+  EXPECT_EQ(decision.reasons, (std::vector<std::string>{"unit_a failed", "quality_psnr failed",
+                                                        "psnr: psnr_mean 21.3 dB under the floor 40 dB"}));
 }
 
 TEST(Decision, UnitFailuresCrashesAndMissingReportsAreCrashes) {
