@@ -328,7 +328,8 @@ int main(int argc, char** argv) {
   app.add_option("--gate-set", options.gate_set, "quality gate set whose corpus, backend and precision are used");
   app.add_option("--case", options.case_id, "corpus case id (default: the gate set corpus's first case)");
   app.add_option("--precision", options.precision, "fp32, tf32, fp16 or bf16 (default: the GPU gate set's)");
-  app.add_option("--steps", options.steps, "override the case's step count (e.g. 2 under ncu)");
+  app.add_option("--steps", options.steps, "override the case's step count (e.g. 2 under ncu; 0: the case's)")
+      ->check(CLI::Range(0, 1000));
   app.add_option("--out", options.out, "JSON output (default: $DIT_OUTPUT_DIR/profile.json when set)");
   if (const auto code = dit::bench::parse_tool_arguments(app, argc, argv)) return *code;
   try {

@@ -394,6 +394,39 @@ Tensor SafetensorsFile::to_float(const std::string& name, const std::vector<int6
   return out;
 }
 
+Tensor SafetensorsFile::to_finite_float(const std::string& name, const std::vector<int64_t>& expected_shape) const {
+  const TensorView& view = at(name);
+  if (!expected_shape.empty() && view.shape != expected_shape) {
+    throw Error(ErrorKind::invalid_file, "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) +
+                                             " has shape " + shape_string(view.shape) + ", expected " +
+                                             shape_string(expected_shape));
+  }
+  Tensor out(view.shape);
+  // In the conversion's own loop: each converted value's exponent bits are tested (all ones: NaN
+  // or infinite) and ORed into a flag kept in a register, branch-free, so the float32 loop stays
+  // vectorised and the 16-bit ones gain a few operations. Only a tensor that fails is scanned
+  // again, for its first bad element.
+  constexpr uint32_t kExponentBits = 0x7f800000u;
+  uint32_t non_finite = 0;
+  decode(view, out.ptr(), [&non_finite](auto value) {
+    const float converted = static_cast<float>(value);
+    non_finite |= static_cast<uint32_t>((std::bit_cast<uint32_t>(converted) & kExponentBits) == kExponentBits);
+    return converted;
+  });
+  if (non_finite != 0) {
+    const float* values = out.ptr();
+    size_t index = 0;
+    while (std::isfinite(values[index])) ++index;
+    const std::string what = std::isnan(values[index]) ? "NaN" : values[index] > 0 ? "+inf" : "-inf";
+    throw Error(ErrorKind::invalid_file,
+                "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) + " (" + dtype_name(view.dtype) +
+                    ") element " + std::to_string(index) + " is " + what +
+                    (view.dtype == DType::F64 && !std::isnan(values[index]) ? " as float32" : "") +
+                    ": a checkpoint's weights must be finite");
+  }
+  return out;
+}
+
 std::vector<int64_t> SafetensorsFile::to_int64(const std::string& name) const {
   const TensorView& view = at(name);
   std::vector<int64_t> out(static_cast<size_t>(view.numel()));

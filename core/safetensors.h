@@ -51,6 +51,10 @@ class SafetensorsFile {
   // Converts any floating dtype (and I64) to float32; throws when `expected_shape` is given
   // and differs.
   Tensor to_float(const std::string& name, const std::vector<int64_t>& expected_shape = {}) const;
+  // As to_float, and refuses (invalid_file) a tensor holding a NaN or an infinity after the
+  // conversion (an F64 beyond float32's range included), naming it and its first such element.
+  // The test shares the conversion's pass: about as fast as to_float.
+  Tensor to_finite_float(const std::string& name, const std::vector<int64_t>& expected_shape = {}) const;
   // I64 as is; a floating tensor only when every value is an integer that fits in int64.
   std::vector<int64_t> to_int64(const std::string& name) const;
   // Any dtype; I64 values beyond 2^53 round to the nearest double.

@@ -6,24 +6,46 @@
 #include "model/cpu/cpu_model.h"
 #include "core/error.h"
 #if DIT_WITH_CUDA
+#include <cuda_runtime.h>
+
 #include "model/cuda/cuda_model.h"
 #endif
 
 namespace dit {
 
-std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
-                                     Precision precision, const EngineOptions& options) {
+void check_backend(Backend backend, Precision precision) {
   switch (backend) {
     case Backend::cpu:
       if (precision != Precision::fp32)
         throw Error(ErrorKind::invalid_argument,
                     std::string("the cpu backend runs fp32 only, not ") + precision_name(precision));
-      return std::make_unique<CpuDitModel>(config, weights);
+      return;
+    case Backend::cuda: {
+#if DIT_WITH_CUDA
+      int devices = 0;
+      const cudaError_t status = cudaGetDeviceCount(&devices);
+      if (status != cudaSuccess || devices == 0)
+        throw Error(ErrorKind::device, std::string("the cuda backend needs a GPU: ") +
+                                           (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device"));
+      return;
+#else
+      throw Error(ErrorKind::device, "the cuda backend is not available: built without CUDA");
+#endif
+    }
+  }
+  throw Error(ErrorKind::invalid_argument, "unknown backend");
+}
+
+std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
+                                     Precision precision, const EngineOptions& options) {
+  check_backend(backend, precision);
+  switch (backend) {
+    case Backend::cpu: return std::make_unique<CpuDitModel>(config, weights);
     case Backend::cuda:
 #if DIT_WITH_CUDA
       return make_cuda_model(config, weights, precision, options);
 #else
-      throw Error(ErrorKind::device, "the cuda backend is not available: built without CUDA");
+      break;  // check_backend has thrown
 #endif
   }
   throw Error(ErrorKind::invalid_argument, "unknown backend");

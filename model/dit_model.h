@@ -36,6 +36,12 @@ class DitModel {
   virtual Tensor sample(const SampleRequest& request, const ProgressFn& progress = {});
 };
 
+// Throws what make_model would for this backend and precision before any weights exist:
+// dit::Error (device) when the backend is not built in or no GPU is usable (one runtime query,
+// milliseconds), (invalid_argument) for a precision the backend does not run. A program calls it
+// before it builds or loads weights, so a missing GPU is reported at once, not after them.
+void check_backend(Backend backend, Precision precision);
+
 // Throws dit::Error (device) when the backend is not built in or no GPU is usable.
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
                                      Precision precision = Precision::fp32, const EngineOptions& options = {});

@@ -39,7 +39,8 @@ void validate(const SampleRequest& request, int num_classes) {
     fail("a sample request needs one seed per image: " + std::to_string(request.seeds.size()) + " seeds for " +
          std::to_string(request.class_labels.size()) + " class labels");
   if (request.steps < 1 || request.steps > 1000) fail("steps must be in 1..1000, got " + std::to_string(request.steps));
-  if (!std::isfinite(request.cfg_scale)) fail("the guidance scale must be finite");
+  if (!std::isfinite(request.cfg_scale))
+    fail("the guidance scale must be finite, got " + std::to_string(request.cfg_scale));
   if (!std::isfinite(request.eta) || request.eta < 0.0f)
     fail("eta must be finite and non-negative, got " + std::to_string(request.eta));
   if (request.sampler == SamplerKind::ddpm && request.eta != 0.0f) fail("eta applies to the ddim sampler only");

@@ -40,7 +40,8 @@ VaeConfig vae_config_from_json(const std::string& json_text);
 struct VaeWeights {
   std::map<std::string, Tensor> tensors;  // float32, diffusers names
   const Tensor& at(const std::string& name) const;
-  // Diffusers names, or the original LDM names (converted on load). Checks shapes.
+  // Diffusers names, or the original LDM names (converted on load). Checks shapes, and refuses
+  // a NaN or infinite value by tensor and element.
   static VaeWeights load(const std::string& path, const VaeConfig& config);
   static VaeWeights random(const VaeConfig& config, uint64_t seed);
 };

@@ -40,7 +40,8 @@ VaeWeights VaeWeights::load(const std::string& path, const VaeConfig& config) {
     // LDM's attention projections are 1x1 convolutions: [C, C, 1, 1] instead of [C, C].
     const bool as_conv = !diffusers && shape.size() == 2 && name.find("attentions.0.to_") != std::string::npos;
     if (as_conv) expected = {shape[0], shape[1], 1, 1};
-    Tensor tensor = file.to_float(stored, expected);  // its error names the file, tensor and shapes
+    // Its errors name the file, the tensor and the shapes, or the first NaN or infinite element.
+    Tensor tensor = file.to_finite_float(stored, expected);
     tensor.shape = shape;
     weights.tensors.emplace(name, std::move(tensor));
     used.insert(stored);

@@ -3,10 +3,12 @@
 #include "model/weights.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
-#include "kernels/noise_math.h"
+#include "core/checked_math.h"
 #include "core/error.h"
+#include "kernels/noise_math.h"
 
 namespace dit {
 namespace {
@@ -29,17 +31,26 @@ const Tensor& DitWeights::at(const std::string& name) const {
 }
 
 std::map<std::string, std::vector<int64_t>> expected_weight_shapes(const ModelConfig& config) {
+  // validate() bounds every field, so every extent below stays under 2^24 and no product can
+  // overflow; the few products of fields are checked all the same.
+  config.validate();
+  const auto product = [&config](std::initializer_list<int64_t> factors) {
+    const std::optional<int64_t> value = checked_product(factors);
+    if (!value) throw Error(ErrorKind::invalid_argument, "model config " + config.name + ": a weight extent overflows");
+    return *value;
+  };
   const int64_t D = config.hidden_size, M = config.mlp_hidden(), p = config.patch_size;
-  const int64_t out = p * p * config.out_channels();
+  const int64_t out = product({p, p, config.out_channels()});
+  const int64_t grid = config.grid();
   std::map<std::string, std::vector<int64_t>> shapes;
-  shapes["pos_embed"] = {1, config.tokens(), D};
+  shapes["pos_embed"] = {1, product({grid, grid}), D};
   shapes["x_embedder.proj.weight"] = {D, config.in_channels, p, p};
   shapes["x_embedder.proj.bias"] = {D};
   shapes["t_embedder.mlp.0.weight"] = {D, 256};  // the 256-wide timestep sinusoid
   shapes["t_embedder.mlp.0.bias"] = {D};
   shapes["t_embedder.mlp.2.weight"] = {D, D};
   shapes["t_embedder.mlp.2.bias"] = {D};
-  shapes["y_embedder.embedding_table.weight"] = {config.num_classes + 1, D};  // + the null class
+  shapes["y_embedder.embedding_table.weight"] = {int64_t{config.num_classes} + 1, D};  // + the null class
   for (int i = 0; i < config.depth; ++i) {
     const std::string block = "blocks." + std::to_string(i) + ".";
     shapes[block + "attn.qkv.weight"] = {3 * D, D};

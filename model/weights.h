@@ -18,7 +18,9 @@ struct DitWeights {
   const Tensor& at(const std::string& name) const;
 
   // Loads a safetensors checkpoint and checks every expected tensor's presence and shape
-  // against `config`; extra tensors are an error too (a checkpoint of another model).
+  // against `config` (validated first: no allocation for a config beyond model_limits); extra
+  // tensors are an error too (a checkpoint of another model), and so is a NaN or infinite value,
+  // named by tensor and element.
   static DitWeights load(const std::string& path, const ModelConfig& config);
   // Seeded N(0, std) weights in which every layer, adaLN and the final layer included, is
   // non-zero; pos_embed is the fixed 2-D sin-cos table (reference-vectors README, Model facts).

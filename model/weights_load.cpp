@@ -1,4 +1,5 @@
-// DitWeights::load: a safetensors checkpoint checked tensor by tensor against a configuration.
+// DitWeights::load: a safetensors checkpoint checked tensor by tensor against a configuration:
+// every expected tensor present with its shape, nothing else, every value finite.
 #include <string>
 #include <vector>
 
@@ -46,8 +47,10 @@ DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) 
     throw Error(ErrorKind::invalid_file, message);
   }
 
+  // Non-finite weights would only show as NaN latents: each tensor is refused by name and first
+  // bad element, in the conversion's own pass.
   DitWeights weights;
-  for (const auto& [name, shape] : expected) weights.tensors.emplace(name, file.to_float(name, shape));
+  for (const auto& [name, shape] : expected) weights.tensors.emplace(name, file.to_finite_float(name, shape));
   return weights;
 }
 

@@ -1,14 +1,18 @@
 // dit-sample: class-conditional images from a DiT checkpoint or seeded random weights, on the
 // cpu or cuda backend: the latents as DIR/latents.safetensors (the request in its metadata),
 // decoded by the SD VAE (or a tiny one) into one PNG per image.
-// Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem), 1 other.
+// Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem: a seed
+// outside [0, 2^64 - 1], a model config beyond its bounds, a non-finite weight, or no GPU for
+// --backend cuda, which is checked before any weights are built), 1 other.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,6 +48,28 @@ struct Options {
   dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
+// A seed is a decimal number in [0, 2^64 - 1]. CLI11 alone would wrap "-1" to 2^64 - 1, saturate
+// a number past 2^64 and read "010" as octal: each is refused here, before conversion.
+const CLI::Validator kSeed(
+    [](std::string& text) -> std::string {
+      uint64_t value = 0;
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (text.empty() || error != std::errc() || end != text.data() + text.size())
+        return "'" + text + "' is not a seed (a decimal number in [0, " +
+               std::to_string(std::numeric_limits<uint64_t>::max()) + "])";
+      return "";
+    },
+    "SEED");
+
+// A switch: 0 or 1 (also true/false, on/off, yes/no), not any number CLI11 would take as true.
+const CLI::Validator kSwitch(
+    [](std::string& text) -> std::string {
+      for (const char* accepted : {"0", "1", "true", "false", "on", "off", "yes", "no"})
+        if (text == accepted) return "";
+      return "'" + text + "' is not 0 or 1";
+    },
+    "0|1");
+
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--model", o.model_name,
                  "DiT-S/B/L/XL with patch 2/4/8, e.g. DiT-XL/2 (default: the checkpoint's config, else DiT-XL/2)");
@@ -53,9 +79,10 @@ void add_options(CLI::App& app, Options& o) {
   auto* random = app.add_flag("--random-weights", o.random_weights, "seeded random weights instead of a checkpoint");
   weights->excludes(random);
   random->excludes(weights);
-  app.add_option("--weights-seed", o.weights_seed, "seed of --random-weights")->capture_default_str();
+  app.add_option("--weights-seed", o.weights_seed, "seed of --random-weights")->check(kSeed)->capture_default_str();
   app.add_option("--class", o.classes, "class label of one image (repeat for a batch)")->required();
   app.add_option("--seed", o.seeds, "noise seed per image: one (image i gets seed + i) or one per --class")
+      ->check(kSeed)
       ->capture_default_str();
   app.add_option("--steps", o.steps, "sampling steps (respaced from 1000)")->capture_default_str();
   app.add_option("--cfg-scale", o.cfg_scale, "classifier-free guidance scale (1 = off)")->capture_default_str();
@@ -77,10 +104,12 @@ void add_options(CLI::App& app, Options& o) {
   // The engine reads no environment: these options do, through CLI11, as their defaults.
   app.add_option("--cuda-graphs", o.engine.cuda_graphs, "capture and replay CUDA Graphs (cuda backend; 0 = eager)")
       ->envname("DIT_CUDA_GRAPHS")
+      ->check(kSwitch)
       ->capture_default_str();
   app.add_option("--vae-fused-bias", o.engine.vae_fused_bias,
                  "fp16/bf16 VAE: the bias inside cuDNN's fused convolution (0 = a separate kernel)")
       ->envname("DIT_VAE_FUSED_BIAS")
+      ->check(kSwitch)
       ->capture_default_str();
   app.add_option("--gemm-plan", o.engine.gemm_plan,
                  "GEMM plan: off, or a plan file (default: model/gemm-plans' file for this GPU, if any)")
@@ -101,6 +130,11 @@ dit::SampleRequest make_request(const Options& o) {
   dit::SampleRequest request;
   request.class_labels = o.classes;
   if (o.seeds.size() == 1) {
+    if (!o.classes.empty() && o.classes.size() - 1 > std::numeric_limits<uint64_t>::max() - o.seeds[0])
+      throw dit::Error(dit::ErrorKind::invalid_argument,
+                       "--seed " + std::to_string(o.seeds[0]) + " for " + std::to_string(o.classes.size()) +
+                           " images would need seeds past " + std::to_string(std::numeric_limits<uint64_t>::max()) +
+                           " (give one --seed per --class)");
     for (size_t i = 0; i < o.classes.size(); ++i) request.seeds.push_back(o.seeds[0] + i);
   } else if (o.seeds.size() == o.classes.size()) {
     request.seeds = o.seeds;
@@ -170,6 +204,8 @@ int run(const Options& o) {
 
   const dit::Backend backend = dit::parse_backend(o.backend);
   const dit::Precision precision = dit::parse_precision(o.precision);
+  // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
+  dit::check_backend(backend, precision);
   std::unique_ptr<dit::DitModel> model;
   {
     const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)

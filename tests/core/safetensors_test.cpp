@@ -426,6 +426,53 @@ TEST(Reader, LookupErrorsNameTheTensorAndShapes) {
       << error.what();
 }
 
+// to_finite_float: the values of to_float, or an invalid_file error naming the tensor, its dtype
+// and its first NaN or infinite element (after conversion to float32), in every stored dtype.
+TEST(Reader, ToFiniteFloatRefusesTheFirstNonFiniteElement) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const struct {
+    std::vector<std::pair<size_t, float>> bad;  // element, value
+    std::string says;                           // of the first one
+  } cases[] = {
+      {{{0, nan}}, "element 0 is NaN"},
+      {{{4095, inf}}, "element 4095 is +inf"},  // the last element
+      {{{17, -inf}}, "element 17 is -inf"},
+      {{{900, nan}, {33, inf}, {2000, -inf}}, "element 33 is +inf"},  // the first, not the first written
+  };
+  ScratchDirectory scratch;
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    for (const auto& c : cases) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + ": " + c.says);
+      Tensor tensor({64, 64});
+      for (size_t i = 0; i < tensor.data.size(); ++i) tensor.data[i] = static_cast<float>(i % 97) * 0.25f - 12.0f;
+      const std::string path = scratch.file("finite.safetensors");
+      write_safetensors(path, {{"w", tensor}}, {}, dtype);
+      EXPECT_EQ(SafetensorsFile::open(path).to_finite_float("w").data, SafetensorsFile::open(path).to_float("w").data);
+      for (const auto& [element, value] : c.bad) tensor.data[element] = value;
+      write_safetensors(path, {{"w", tensor}}, {}, dtype);
+      const SafetensorsFile file = SafetensorsFile::open(path);
+      EXPECT_NO_THROW(file.to_float("w"));  // to_float keeps them
+      const Error error = thrown_error([&] { file.to_finite_float("w", {64, 64}); });
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+      const std::string message = error.what();
+      for (const std::string& word : {path, "tensor 'w' (" + std::string(dtype_name(dtype)) + ")", c.says})
+        EXPECT_NE(message.find(word), std::string::npos) << "expected '" << word << "' in: " << message;
+    }
+  }
+  // A finite F64 beyond float32's range, and the shape check to_float makes.
+  const std::string path = scratch.file("wide.safetensors");
+  TensorBytes wide{DType::F64, {3}, std::vector<std::byte>(3 * sizeof(double))};
+  const double values[3] = {1.0, 1e39, -1e300};
+  std::memcpy(wide.bytes.data(), values, sizeof values);
+  write_safetensors_bytes(path, {{"w", wide}});
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  Error error = thrown_error([&] { file.to_finite_float("w"); });
+  EXPECT_NE(std::string(error.what()).find("element 1 is +inf as float32"), std::string::npos) << error.what();
+  error = thrown_error([&] { file.to_finite_float("w", {4}); });
+  EXPECT_NE(std::string(error.what()).find("tensor 'w' has shape [3], expected [4]"), std::string::npos)
+      << error.what();
+}
+
 TEST(Reader, UnopenablePathsAreIoErrors) {
   ScratchDirectory scratch;
   const std::string missing = scratch.file("absent.safetensors");

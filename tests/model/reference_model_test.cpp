@@ -2,8 +2,11 @@
 // table and random weights, backend dispatch, input validation, and DitModel::sample (batch
 // independence, determinism, DDIM with eta > 0, guidance off), and the sampler's noise.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@
 #include "model/sampler.h"
 #include "model/weights.h"
 #include "tests/support/test_support.h"
+#include "tests/support/thrown_error.h"
 
 namespace dit {
 namespace {
@@ -76,6 +80,164 @@ TEST(ModelConfig, JsonRoundTripAndErrors) {
             R"({"input_size": 8, "patch_size": 3, "hidden_size": 64, "depth": 1, "num_heads": 4, "num_classes": 10})");
       },
       ErrorKind::invalid_argument, "patch_size");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Config bounds: every field has one, each violation a dit::Error naming the field, its value and
+// the bound, before any arithmetic on it can overflow or any weight is allocated.
+
+ModelConfig xl256() { return model_config("DiT-XL/2", 256); }
+
+struct BoundCase {
+  const char* label;
+  ModelConfig config;
+  std::vector<std::string> mentions;  // each must appear in the message
+};
+
+ModelConfig changed(ModelConfig config, const std::function<void(ModelConfig&)>& change) {
+  change(config);
+  return config;
+}
+
+std::vector<BoundCase> bound_cases() {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  return {
+      {"depth 0", changed(xl256(), [](auto& c) { c.depth = 0; }), {"depth 0", "[1, 1024]"}},
+      {"depth 1025", changed(xl256(), [](auto& c) { c.depth = 1025; }), {"depth 1025", "[1, 1024]"}},
+      {"depth 2e9 (was 97 s to bad_alloc)",
+       changed(xl256(), [](auto& c) { c.depth = 2'000'000'000; }),
+       {"depth 2000000000", "[1, 1024]"}},
+      {"hidden_size 0", changed(xl256(), [](auto& c) { c.hidden_size = 0; }), {"hidden_size 0", "[4, 32768]"}},
+      {"hidden_size above",
+       changed(xl256(), [](auto& c) { c.hidden_size = 32768 + 16; }),
+       {"hidden_size 32784", "[4, 32768]"}},
+      {"hidden_size not a multiple of 4",
+       changed(xl256(), [](auto& c) { c.hidden_size = 18, c.num_heads = 2; }),
+       {"hidden_size 18", "multiple of 4"}},
+      {"num_heads 0", changed(xl256(), [](auto& c) { c.num_heads = 0; }), {"num_heads 0", "[1, 1024]"}},
+      {"num_heads 2048",
+       changed(xl256(), [](auto& c) { c.hidden_size = 4096, c.num_heads = 2048; }),
+       {"num_heads 2048", "[1, 1024]"}},
+      {"num_heads not dividing hidden_size",
+       changed(xl256(), [](auto& c) { c.num_heads = 7; }),
+       {"hidden_size 1152", "multiple of num_heads 7"}},
+      {"patch_size 0", changed(xl256(), [](auto& c) { c.patch_size = 0; }), {"patch_size 0", "[1, 64]"}},
+      {"patch_size 128",
+       changed(xl256(), [](auto& c) { c.input_size = 128, c.patch_size = 128; }),
+       {"patch_size 128", "[1, 64]"}},
+      {"patch_size not dividing input_size",
+       changed(xl256(), [](auto& c) { c.patch_size = 3; }),
+       {"input_size 32", "multiple of patch_size 3"}},
+      {"input_size 0", changed(xl256(), [](auto& c) { c.input_size = 0; }), {"input_size 0", "[1, 1024]"}},
+      {"input_size 2^31-2 (overflowed the token count)",
+       changed(xl256(), [](auto& c) { c.input_size = 2147483646, c.patch_size = 1; }),
+       {"input_size 2147483646", "[1, 1024]"}},
+      {"in_channels 0", changed(xl256(), [](auto& c) { c.in_channels = 0; }), {"in_channels 0", "[1, 1024]"}},
+      {"in_channels 4096", changed(xl256(), [](auto& c) { c.in_channels = 4096; }), {"in_channels 4096", "[1, 1024]"}},
+      {"num_classes 0", changed(xl256(), [](auto& c) { c.num_classes = 0; }), {"num_classes 0", "[1, 1000000]"}},
+      {"num_classes 2^31-1 (overflowed the table's rows)",
+       changed(xl256(), [](auto& c) { c.num_classes = 2147483647; }),
+       {"num_classes 2147483647", "[1, 1000000]"}},
+      {"mlp_ratio 0", changed(xl256(), [](auto& c) { c.mlp_ratio = 0.0f; }), {"mlp_ratio 0", "(0, 64]"}},
+      {"mlp_ratio NaN", changed(xl256(), [=](auto& c) { c.mlp_ratio = nan; }), {"mlp_ratio nan", "(0, 64]"}},
+      {"mlp_ratio inf", changed(xl256(), [=](auto& c) { c.mlp_ratio = inf; }), {"mlp_ratio inf", "(0, 64]"}},
+      {"mlp_ratio 65", changed(xl256(), [](auto& c) { c.mlp_ratio = 65.0f; }), {"mlp_ratio 65", "(0, 64]"}},
+      {"mlp_ratio leaving no width",
+       changed(xl256(), [](auto& c) { c.mlp_ratio = 1e-4f; }),
+       {"mlp_ratio 0.0001", "no MLP width"}},
+      {"too many tokens",
+       changed(xl256(), [](auto& c) { c.input_size = 1024, c.patch_size = 2; }),
+       {"262144 tokens", "limit of 65536"}},
+      {"too many parameters",
+       changed(xl256(), [](auto& c) { c.depth = 1024, c.hidden_size = 8192, c.num_heads = 64; }),
+       {"depth 1024", "hidden_size 8192", "parameters, more than the limit of 17179869184"}},
+      {"name too long",
+       changed(xl256(), [](auto& c) { c.name = std::string(300, 'x'); }),
+       {"name is 300 characters long", "limit of 256"}},
+  };
+}
+
+TEST(ModelConfigBounds, EachViolationNamesTheFieldItsValueAndTheBound) {
+  for (const BoundCase& bound : bound_cases()) {
+    SCOPED_TRACE(bound.label);
+    for (const auto& action : std::vector<std::function<void()>>{
+             [&] { bound.config.validate(); },
+             [&] { bound.config.parameter_count(); },
+             [&] { expected_weight_shapes(bound.config); },
+             [&] { DitWeights::random(bound.config, 1); },  // refused before any tensor is allocated
+             [&] { DitWeights::load(test::data_path("dit_tiny_a.weights.safetensors"), bound.config); },
+         }) {
+      const Error error = test::thrown_error(action);
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
+      for (const std::string& mention : bound.mentions)
+        EXPECT_NE(std::string(error.what()).find(mention), std::string::npos)
+            << "expected '" << mention << "' in: " << error.what();
+    }
+  }
+}
+
+// The JSON form (a checkpoint's __metadata__.config) range-checks each integer before it is
+// narrowed to int: nlohmann's get<int> would turn 2^32 + 28 into 28.
+TEST(ModelConfigBounds, JsonIntegersAreCheckedBeforeNarrowing) {
+  const nlohmann::json base = nlohmann::json::parse(
+      R"({"input_size": 8, "patch_size": 2, "hidden_size": 64, "depth": 2, "num_heads": 4, "num_classes": 10})");
+  const struct {
+    const char* field;
+    const char* value;
+    std::string bound;
+  } cases[] = {
+      {"depth", "4294967324", "[1, 1024]"},  // 2^32 + 28
+      {"depth", "2000000000", "[1, 1024]"},
+      {"depth", "-1", "[1, 1024]"},
+      {"num_classes", "2147483647", "[1, 1000000]"},
+      {"num_classes", "18446744073709551615", "[1, 1000000]"},
+      {"input_size", "2147483646", "[1, 1024]"},
+      {"hidden_size", "-9223372036854775808", "[4, 32768]"},
+      {"patch_size", "100", "[1, 64]"},
+      {"num_heads", "4096", "[1, 1024]"},
+      {"in_channels", "99999", "[1, 1024]"},
+      {"mlp_ratio", "1e+300", "(0, 64]"},
+      {"mlp_ratio", "-4.0", "(0, 64]"},
+  };
+  for (const auto& c : cases) {
+    nlohmann::json json = base;
+    json[c.field] = nlohmann::json::parse(c.value);
+    const Error error = test::thrown_error([&] { model_config_from_json(json.dump()); });
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
+    const std::string message = error.what();
+    EXPECT_NE(message.find(std::string(c.field) + " " + c.value), std::string::npos) << message;
+    EXPECT_NE(message.find(c.bound), std::string::npos) << message;
+  }
+  EXPECT_EQ(model_config_from_json(base.dump()).depth, 2);
+}
+
+// The DiT family at both image sizes, the reference configs, and configs at each bound load:
+// the bounds refuse nothing a real model has. parameter_count is exactly the expected tensors.
+TEST(ModelConfigBounds, RealAndBoundaryConfigsAreAccepted) {
+  std::vector<ModelConfig> configs;
+  for (const std::string& name : model_names())
+    for (int image_size : {256, 512}) configs.push_back(model_config(name, image_size));
+  configs.push_back(tiny_config("dit_tiny_a"));
+  configs.push_back(tiny_config("dit_tiny_b"));
+  const ModelConfig small = tiny_config("dit_tiny_a");  // hidden 64, 4 heads, input 8
+  configs.push_back(changed(small, [](auto& c) { c.depth = 1024; }));
+  configs.push_back(changed(small, [](auto& c) { c.num_classes = 1'000'000; }));
+  configs.push_back(changed(small, [](auto& c) { c.in_channels = 1024, c.patch_size = 1; }));
+  configs.push_back(changed(small, [](auto& c) { c.mlp_ratio = 64.0f; }));
+  configs.push_back(changed(small, [](auto& c) { c.input_size = 1024, c.patch_size = 4; }));  // 65536 tokens
+  configs.push_back(changed(small, [](auto& c) { c.input_size = 64, c.patch_size = 64; }));
+  configs.push_back(
+      changed(small, [](auto& c) { c.hidden_size = 32768, c.num_heads = 1024, c.depth = 1, c.mlp_ratio = 1.0f; }));
+  configs.push_back(changed(small, [](auto& c) { c.name = std::string(256, 'n'); }));
+  for (const ModelConfig& config : configs) {
+    SCOPED_TRACE(to_json(config).substr(0, 200));
+    EXPECT_NO_THROW(config.validate());
+    int64_t parameters = 0;
+    for (const auto& [name, shape] : expected_weight_shapes(config)) parameters += Tensor::count(shape);
+    EXPECT_EQ(config.parameter_count(), parameters);
+    EXPECT_LE(parameters, model_limits::kMaxParameters);
+  }
+  EXPECT_EQ(model_config("DiT-XL/2", 512).parameter_count(), 675129632 + (1024 - 256) * 1152);
 }
 
 TEST(Weights, ExpectedShapesAreExactlyTheReferenceCheckpoints) {

@@ -4,6 +4,8 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -132,6 +134,81 @@ TEST(WeightsLoad, ACheckpointOfAnotherConfigurationIsRefused) {
   deeper.depth = 3;
   error = thrown_error([&] { DitWeights::load(path, deeper); });
   expect_words(error, {"missing tensor 'blocks.2.adaLN_modulation.1.bias' (expected shape [384])"});
+}
+
+// A NaN or an infinity in a checkpoint would give NaN latents and exit 0: the loader refuses it
+// by tensor and element, in every stored dtype (an F64 beyond float32's range becomes an
+// infinity, so it is refused too), wherever it sits in the tensor.
+TEST(WeightsLoad, NonFiniteWeightsAreRefusedByTensorAndElement) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const struct {
+    DType dtype;
+    const char* tensor;
+    int64_t element;
+    float value;
+    const char* says;
+  } cases[] = {
+      {DType::F32, "blocks.1.mlp.fc1.weight", 0, nan, "is NaN"},
+      {DType::F32, "final_layer.linear.bias", 31, inf, "is +inf"},
+      {DType::F32, "pos_embed", 1000, -inf, "is -inf"},
+      {DType::F16, "y_embedder.embedding_table.weight", 77, nan, "is NaN"},
+      {DType::F16, "blocks.0.attn.qkv.weight", 12287, -inf, "is -inf"},  // the last element
+      {DType::BF16, "t_embedder.mlp.0.weight", 5, inf, "is +inf"},
+      {DType::F64, "x_embedder.proj.bias", 3, nan, "is NaN"},
+      {DType::F64, "blocks.1.attn.proj.weight", 9, inf, "is +inf"},
+  };
+  ScratchDirectory scratch;
+  const ModelConfig config = tiny_config("dit_tiny_a");
+  for (const auto& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)) + " " + c.tensor);
+    std::map<std::string, Tensor> tensors = tiny_tensors("dit_tiny_a");
+    tensors.at(c.tensor).data.at(static_cast<size_t>(c.element)) = c.value;
+    const std::string path = scratch.file(std::string("non_finite_") + dtype_name(c.dtype) + ".safetensors");
+    write_safetensors(path, tensors, {}, c.dtype);
+    const Error error = thrown_error([&] { DitWeights::load(path, config); });
+    expect_words(error, {path, std::string("tensor '") + c.tensor + "' (" + dtype_name(c.dtype) + ")",
+                         "element " + std::to_string(c.element) + " " + c.says, "must be finite"});
+  }
+
+  // A finite F64 value beyond float32's range is an infinity once converted, and named so.
+  std::map<std::string, TensorBytes> wide;
+  const SafetensorsFile reference = SafetensorsFile::open(tiny_path("dit_tiny_a"));
+  for (const auto& [name, view] : reference.tensors()) {
+    const std::vector<double> values = reference.to_double(name);
+    TensorBytes bytes{DType::F64, view.shape, std::vector<std::byte>(values.size() * sizeof(double))};
+    std::memcpy(bytes.bytes.data(), values.data(), bytes.bytes.size());
+    wide.emplace(name, std::move(bytes));
+  }
+  const double huge = -1e300;
+  std::memcpy(wide.at("blocks.0.mlp.fc2.bias").bytes.data() + 2 * sizeof(double), &huge, sizeof huge);
+  const std::string path = scratch.file("beyond_float.safetensors");
+  write_safetensors_bytes(path, wide);
+  expect_words(thrown_error([&] { DitWeights::load(path, config); }),
+               {"tensor 'blocks.0.mlp.fc2.bias' (F64)", "element 2 is -inf as float32"});
+
+  // The finite checkpoint it came from still loads.
+  EXPECT_NO_THROW(DitWeights::load(tiny_path("dit_tiny_a"), config));
+}
+
+// A config beyond its bounds is refused before the checkpoint is even opened: no tensor is
+// sized from it (the expected-shape arithmetic would have overflowed int for these).
+TEST(WeightsLoad, AConfigBeyondItsBoundsIsRefusedBeforeReading) {
+  ModelConfig config = tiny_config("dit_tiny_a");
+  const struct {
+    void (*change)(ModelConfig&);
+    const char* says;
+  } cases[] = {
+      {[](ModelConfig& c) { c.num_classes = 2147483647; }, "num_classes 2147483647 is outside [1, 1000000]"},
+      {[](ModelConfig& c) { c.input_size = 2147483646, c.patch_size = 2; }, "input_size 2147483646 is outside"},
+      {[](ModelConfig& c) { c.depth = 2000000000; }, "depth 2000000000 is outside [1, 1024]"},
+  };
+  for (const auto& c : cases) {
+    ModelConfig bad = config;
+    c.change(bad);
+    const Error error = thrown_error([&] { DitWeights::load("/nonexistent/checkpoint.safetensors", bad); });
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument) << error.what();
+    EXPECT_NE(std::string(error.what()).find(c.says), std::string::npos) << error.what();
+  }
 }
 
 TEST(WeightsLoad, AMalformedOrAbsentFileIsRefusedByTheReader) {

@@ -5,10 +5,16 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "model/dit_model.h"
+#include "core/error.h"
 #include "core/safetensors.h"
 #include "model/weights.h"
 #include "tests/support/process_runner.h"
@@ -88,6 +94,116 @@ TEST_F(DitSample, BadInputExitsWithTwoNamingTheProblem) {
     EXPECT_NE(run.output.find(mentions), std::string::npos) << arguments << "\n" << run.output;
   }
   EXPECT_FALSE(std::filesystem::exists(out_dir / "latents.safetensors"));
+}
+
+// The tiny_a checkpoint with `change` applied to its tensors and `config` (JSON text, or the
+// file's own when empty) as its metadata.
+std::string tiny_variant(const std::filesystem::path& dir, const std::string& name,
+                         const std::function<void(std::map<std::string, Tensor>&)>& change,
+                         const std::string& config = "") {
+  const SafetensorsFile file = SafetensorsFile::open(test::data_path("dit_tiny_a.weights.safetensors"));
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [tensor, view] : file.tensors()) tensors.emplace(tensor, file.to_float(tensor));
+  change(tensors);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  write_safetensors(path, tensors, {{"config", config.empty() ? file.metadata().at("config") : config}});
+  return path;
+}
+
+// Issue #26: bad input is a clear error (exit 2), never an internal one. Seeds outside
+// [0, 2^64 - 1] (CLI11 alone wrapped -1), a checkpoint config beyond its bounds (depth 2e9 ran
+// 97 s into std::bad_alloc; num_classes 2^31 - 1 and input_size 2^31 - 2 overflowed int), and
+// NaN or infinite weights (NaN latents, exit 0).
+TEST_F(DitSample, OutOfRangeNumbersConfigsAndWeightsExitWithTwo) {
+  const std::string tiny = "--weights " + test::data_path("dit_tiny_a.weights.safetensors");
+  const std::filesystem::path files = out_dir.string() + "_files";
+  const auto config_with = [](const std::string& field, const std::string& value) {
+    nlohmann::json config = nlohmann::json::parse(
+        SafetensorsFile::open(test::data_path("dit_tiny_a.weights.safetensors")).metadata().at("config"));
+    config[field] = nlohmann::json::parse(value);
+    return config.dump();
+  };
+  const auto keep = [](std::map<std::string, Tensor>&) {};
+  const std::pair<std::string, std::vector<std::string>> cases[] = {
+      {"--model DiT-S/8 --random-weights --weights-seed -1 --class 1", {"--weights-seed", "'-1' is not a seed"}},
+      {"--model DiT-S/8 --random-weights --weights-seed 18446744073709551616 --class 1",
+       {"--weights-seed", "'18446744073709551616' is not a seed", "18446744073709551615"}},
+      {"--model DiT-S/8 --random-weights --weights-seed 0x10 --class 1", {"'0x10' is not a seed"}},
+      {tiny + " --class 1 --seed -1", {"--seed", "'-1' is not a seed"}},
+      {tiny + " --class 1 --class 2 --seed 5 --seed -2", {"--seed", "'-2' is not a seed"}},
+      {tiny + " --class 1 --class 2 --seed 18446744073709551615", {"--seed 18446744073709551615 for 2 images"}},
+      {tiny + " --class -1", {"class label -1"}},
+      {tiny + " --class 1 --steps -3", {"steps must be in 1..1000, got -3"}},
+      {tiny + " --class 1 --steps 99999999999", {"--steps"}},
+      {tiny + " --class 1 --cfg-scale nan", {"guidance scale must be finite"}},
+      {tiny + " --class 1 --cfg-scale 1e39", {"guidance scale must be finite"}},
+      {tiny + " --class 1 --sampler ddim --eta -1", {"eta must be finite and non-negative"}},
+      {tiny + " --class 1 --cuda-graphs 7", {"--cuda-graphs", "'7' is not 0 or 1"}},
+      {"--weights " + tiny_variant(files, "depth.safetensors", keep, config_with("depth", "2000000000")) + " --class 1",
+       {"depth 2000000000 is outside [1, 1024]"}},
+      {"--weights " + tiny_variant(files, "classes.safetensors", keep, config_with("num_classes", "2147483647")) +
+           " --class 1",
+       {"num_classes 2147483647 is outside [1, 1000000]"}},
+      {"--weights " + tiny_variant(files, "input.safetensors", keep, config_with("input_size", "2147483646")) +
+           " --class 1",
+       {"input_size 2147483646 is outside [1, 1024]"}},
+      {"--weights " +
+           tiny_variant(files, "wrapping.safetensors", keep, config_with("depth", "4294967298")) +  // 2^32 + 2
+           " --class 1",
+       {"depth 4294967298 is outside [1, 1024]"}},
+      {"--weights " +
+           tiny_variant(files, "nan.safetensors",
+                        [](auto& t) { t.at("blocks.1.mlp.fc2.weight").data.at(40) = std::nanf(""); }) +
+           " --class 1",
+       {"tensor 'blocks.1.mlp.fc2.weight' (F32) element 40 is NaN"}},
+      {"--weights " +
+           tiny_variant(files, "inf.safetensors",
+                        [](auto& t) { t.at("y_embedder.embedding_table.weight").data.at(3) = -HUGE_VALF; }) +
+           " --class 1",
+       {"tensor 'y_embedder.embedding_table.weight' (F32) element 3 is -inf"}},
+  };
+  for (const auto& [arguments, mentions] : cases) {
+    const ProcessResult run = run_dit_sample(arguments + " --vae none --out " + out_dir.string());
+    EXPECT_EQ(run.exit_code, 2) << arguments << "\n" << run.output;
+    for (const std::string& mention : mentions)
+      EXPECT_NE(run.output.find(mention), std::string::npos) << arguments << "\n" << run.output;
+    EXPECT_EQ(run.output.find("unexpected failure"), std::string::npos) << arguments << "\n" << run.output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out_dir / "latents.safetensors"));
+  std::filesystem::remove_all(files);
+
+  // The largest seed is a seed.
+  const ProcessResult run =
+      run_dit_sample(tiny + " --class 1 --seed 18446744073709551615 --steps 1 --vae none --out " + out_dir.string());
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
+// Without a GPU, --backend cuda fails before any weights are built or read: a checkpoint that
+// the loader would refuse (a NaN) is never looked at, and DiT-XL/2's random weights (11.6 s on
+// two cores) are not drawn.
+TEST_F(DitSample, AMissingGpuIsReportedBeforeAnyWeights) {
+  try {
+    check_backend(Backend::cuda, Precision::fp32);
+    GTEST_SKIP() << "a GPU is usable here";
+  } catch (const Error&) {}
+  const std::filesystem::path files = out_dir.string() + "_files";
+  const std::string nan =
+      tiny_variant(files, "nan.safetensors", [](auto& t) { t.at("pos_embed").data.at(0) = std::nanf(""); });
+  ProcessResult run =
+      run_dit_sample("--weights " + nan + " --class 1 --backend cuda --vae none --out " + out_dir.string());
+  std::filesystem::remove_all(files);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("cuda"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("NaN"), std::string::npos) << "the weights were read first:\n" << run.output;
+
+  const auto start = std::chrono::steady_clock::now();
+  run =
+      run_dit_sample("--model DiT-XL/2 --random-weights --class 1 --backend cuda --vae none --out " + out_dir.string());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_NE(run.output.find("cuda"), std::string::npos) << run.output;
+  EXPECT_LT(seconds, 5.0) << "DiT-XL/2's random weights were built first:\n" << run.output;
 }
 
 }  // namespace

@@ -132,6 +132,12 @@ TEST(VaeWeights, LoaderNamesWhatIsWrong) {
   extra.emplace("decoder.up_blocks.2.resnets.0.conv1.bias", Tensor({32}));
   expect_error(extra, "decoder.up_blocks.2.resnets.0.conv1.bias");
   expect_error({{"model.foo", Tensor({1})}}, "not a VAE decoder checkpoint");
+  for (const float bad : {std::nanf(""), -HUGE_VALF}) {  // non-finite values, by tensor and element
+    auto non_finite = t.weights.tensors;
+    non_finite.at("decoder.mid_block.attentions.0.to_q.weight").data.at(5) = bad;
+    expect_error(non_finite, "tensor 'decoder.mid_block.attentions.0.to_q.weight' (F32) element 5 is " +
+                                 std::string(std::isnan(bad) ? "NaN" : "-inf"));
+  }
   // The sd config against the tiny file: shapes differ.
   EXPECT_THROW(VaeWeights::load(test::data_path("vae_tiny.weights.safetensors"), sd_vae_config()), Error);
 }
