@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/attention_flash.h"
 #include "kernels/attention_tiled.h"
@@ -17,6 +18,9 @@ namespace dit::cuda {
 constexpr int kNaiveAttentionThreads = 128;
 constexpr size_t kNaiveAttentionMaxShared = 48 * 1024;  // no opt-in needed below this
 
+// Each shared buffer starts on a 16-byte boundary, whatever the head size and token count.
+__host__ __device__ constexpr int64_t round_up4(int64_t n) { return (n + 3) / 4 * 4; }
+
 // ---------------------------------------------------------------------------------------------
 // Kernel
 
@@ -25,9 +29,9 @@ static __global__ void attention_naive_kernel(const T* __restrict__ qkv,  // [B,
                                               T* __restrict__ out,        // [B, N, H, hd]
                                               int N, int H, int hd, float softmax_scale) {
   extern __shared__ float shared[];
-  float* q = shared;            // [hd]
-  float* scores = q + hd;       // [N]
-  float* scratch = scores + N;  // [32]
+  float* q = shared;                       // [hd]
+  float* scores = q + round_up4(hd);       // [N], 16-byte aligned
+  float* scratch = scores + round_up4(N);  // [32], 16-byte aligned
   const int query = blockIdx.x, head = blockIdx.y, b = blockIdx.z;
   const size_t token_stride = static_cast<size_t>(3) * H * hd;
   const T* base = qkv + static_cast<size_t>(b) * N * token_stride + static_cast<size_t>(head) * hd;
@@ -69,7 +73,9 @@ static __global__ void attention_naive_kernel(const T* __restrict__ qkv,  // [B,
 // ---------------------------------------------------------------------------------------------
 // Launcher
 
-static size_t naive_attention_shared_bytes(int N, int hd) { return (static_cast<size_t>(hd) + N + 32) * sizeof(float); }
+static size_t naive_attention_shared_bytes(int N, int hd) {
+  return static_cast<size_t>(round_up4(hd) + round_up4(N) + 32) * sizeof(float);
+}
 
 template <typename T>
 static void launch_attention_naive(const T* qkv, T* out, int B, int N, int H, int hd, cudaStream_t stream) {
