@@ -149,6 +149,9 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
     if (auto position = reason.find("syntax error"); position != std::string::npos) reason = reason.substr(position);
     throw Error(ErrorKind::invalid_file, path.string() + ":" + std::to_string(line) + ":" + std::to_string(column) +
                                              ": not valid JSON (" + reason + ")");
+  } catch (const nlohmann::json::exception& error) {
+    // Valid syntax the parser still refuses: a number out of double's range such as 1e999.
+    throw Error(ErrorKind::invalid_file, path.string() + ": not usable JSON (" + error.what() + ")");
   }
 }
 

@@ -75,6 +75,15 @@ TEST(Files, json_errors_name_line_and_column) {
   EXPECT_NE(std::string(error.what()).find(path + ":3:8: not valid JSON"), std::string::npos) << error.what();
 }
 
+TEST(Files, json_out_of_double_range_is_a_file_error) {
+  const test::ScratchDirectory scratch;
+  const std::string path = scratch.file("huge.json");
+  std::ofstream(path) << "{\"repetitions\": 1e999}";
+  const Error error = thrown_error([&] { read_json_file(path); });
+  EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+  EXPECT_NE(std::string(error.what()).find(path + ": not usable JSON"), std::string::npos) << error.what();
+}
+
 TEST(Files, json_written_atomically_reads_back) {
   const test::ScratchDirectory scratch;
   const std::string path = scratch.file("state.json");
