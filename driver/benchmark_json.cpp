@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
@@ -17,6 +19,23 @@ double seconds_per(const std::string& unit) {
   if (unit == "ms") return 1e-3;
   if (unit == "s") return 1.0;
   throw Error(ErrorKind::invalid_file, "unknown time unit '" + unit + "'");
+}
+
+// An iteration count: a whole number from 0 to the largest std::int64_t (Google Benchmark writes
+// an integer; an integral float is read too). Anything else has no meaning as a count.
+std::optional<std::int64_t> iteration_count(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    const std::uint64_t count = value.get<std::uint64_t>();
+    if (count > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(count);
+  }
+  if (value.is_number_integer()) {
+    const std::int64_t count = value.get<std::int64_t>();
+    return count >= 0 ? std::optional(count) : std::nullopt;
+  }
+  const double count = value.get<double>();
+  if (!std::isfinite(count) || count < 0 || count >= 9.2e18 || count != std::floor(count)) return std::nullopt;
+  return static_cast<std::int64_t>(count);
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
@@ -52,19 +71,41 @@ std::vector<BenchmarkEntry> parse_benchmark_json(const nlohmann::json& document,
                                            "rms",
                                            "complexity_n"};
   std::vector<BenchmarkEntry> entries;
-  for (const auto& item : document["benchmarks"]) {
+  const nlohmann::json& benchmarks = document["benchmarks"];
+  for (std::size_t index = 0; index < benchmarks.size(); ++index) {
+    const nlohmann::json& item = benchmarks[index];
+    const std::string at = where + ": benchmarks[" + std::to_string(index) + "]";
+    if (!item.is_object()) throw Error(ErrorKind::invalid_file, at + " is not an object");
+    // A known field of the wrong type is refused, never read as something else.
+    auto text = [&](const char* key, const std::string& fallback) {
+      auto found = item.find(key);
+      if (found == item.end()) return fallback;
+      if (!found->is_string()) throw Error(ErrorKind::invalid_file, at + "." + key + " is not a string");
+      return found->get<std::string>();
+    };
+    auto number = [&](const char* key) {
+      auto found = item.find(key);
+      if (found == item.end()) return 0.0;
+      if (!found->is_number()) throw Error(ErrorKind::invalid_file, at + "." + key + " is not a number");
+      return found->get<double>();
+    };
     BenchmarkEntry entry;
-    entry.name = item.value("name", "");
-    entry.run_name = item.value("run_name", entry.name);
-    entry.run_type = item.value("run_type", "iteration");
-    if (item.contains("iterations") && item["iterations"].is_number()) {
-      entry.iterations = item["iterations"].get<std::int64_t>();
+    entry.name = text("name", "");
+    entry.run_name = text("run_name", entry.name);
+    entry.run_type = text("run_type", "iteration");
+    if (auto found = item.find("iterations"); found != item.end() && found->is_number()) {
+      const std::optional<std::int64_t> count = iteration_count(*found);
+      if (!count) throw Error(ErrorKind::invalid_file, at + ".iterations is not a count: " + found->dump());
+      entry.iterations = *count;
     }
-    entry.real_time = item.value("real_time", 0.0);
-    entry.cpu_time = item.value("cpu_time", 0.0);
-    entry.time_unit = item.value("time_unit", "ns");
-    entry.label = item.value("label", "");
-    if (item.value("error_occurred", false)) entry.error_message = item.value("error_message", "error");
+    entry.real_time = number("real_time");
+    entry.cpu_time = number("cpu_time");
+    entry.time_unit = text("time_unit", "ns");
+    entry.label = text("label", "");
+    if (auto found = item.find("error_occurred"); found != item.end()) {
+      if (!found->is_boolean()) throw Error(ErrorKind::invalid_file, at + ".error_occurred is not true or false");
+      if (found->get<bool>()) entry.error_message = text("error_message", "error");
+    }
     for (const auto& [key, value] : item.items()) {
       if (!known.count(key) && value.is_number()) entry.counters[key] = value.get<double>();
     }
@@ -102,7 +143,8 @@ TimedTotals timed_totals(const std::vector<BenchmarkEntry>& entries, const std::
   for (const auto& entry : entries) {
     if (!entry_matches(entry, name)) continue;
     ++totals.entries;
-    totals.iterations += entry.iterations;
+    if (__builtin_add_overflow(totals.iterations, entry.iterations, &totals.iterations))
+      throw Error(ErrorKind::invalid_file, "benchmark " + name + ": the iteration counts of its entries overflow");
     totals.seconds += entry.real_time * time_unit_factor(entry.time_unit, "s") * static_cast<double>(entry.iterations);
     auto found_images = entry.counters.find(kTimedImagesCounter);
     auto found_seconds = entry.counters.find(kTimedSecondsCounter);

@@ -27,6 +27,9 @@ struct BenchmarkEntry {
   std::map<std::string, double> counters;
 };
 
+// Throws dit::Error(invalid_file) naming `where` and the entry when the document has no
+// "benchmarks" list, an entry is not an object, or a known field has the wrong type (an
+// iteration count that is not a whole number from 0 to the largest std::int64_t included).
 std::vector<BenchmarkEntry> parse_benchmark_json(const nlohmann::json& document, const std::string& where);
 
 // True when the entry is one run of the objective `name` (compared with run_name, and with
@@ -47,6 +50,7 @@ inline constexpr const char* kTimedSecondsCounter = "timed_seconds";
 // timed seconds. From the harness's counters when every entry of the objective carries both (the
 // largest of each: they count over the whole process), else the sum of `iterations` and of
 // real_time x iterations over the objective's entries. `entries` is how many entries matched.
+// Throws dit::Error(invalid_file) on an unknown time unit or when the iterations overflow.
 struct TimedTotals {
   std::int64_t iterations = 0;
   double seconds = 0.0;

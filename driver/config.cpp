@@ -2,7 +2,10 @@
 // file, the field and the reason, so a typo never turns into a silently different session.
 #include "driver/config.h"
 
+#include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -44,6 +47,8 @@ double read_number(const json& object, const std::string& key, const std::string
   if (!value) return fallback;
   if (!value->is_number()) fail(where + "." + key, "must be a number, not " + std::string(value->type_name()));
   double number = value->get<double>();
+  // lane.json (JSON text) could not hold another: it would read back as null.
+  if (!std::isfinite(number)) fail(where + "." + key, "must be a finite number");
   if (number < minimum) fail(where + "." + key, "must be at least " + std::to_string(minimum));
   return number;
 }
@@ -52,9 +57,13 @@ int read_int(const json& object, const std::string& key, const std::string& wher
   const json* value = find(object, key);
   if (!value) return fallback;
   if (!value->is_number_integer()) fail(where + "." + key, "must be an integer");
-  int number = value->get<int>();
-  if (number < minimum) fail(where + "." + key, "must be at least " + std::to_string(minimum));
-  return number;
+  // Checked before narrowing: 4294967305 must not read as 9. An unsigned value beyond
+  // std::int64_t reads as a negative one and is refused below.
+  const std::int64_t wide = value->get<std::int64_t>();
+  if (wide > std::numeric_limits<int>::max())
+    fail(where + "." + key, "must be at most " + std::to_string(std::numeric_limits<int>::max()));
+  if (wide < minimum) fail(where + "." + key, "must be at least " + std::to_string(minimum));
+  return static_cast<int>(wide);
 }
 
 bool read_bool(const json& object, const std::string& key, const std::string& where, bool fallback) {
@@ -281,7 +290,15 @@ Config parse_config(const json& document, const std::filesystem::path& path, con
 }
 
 Config load_config(const std::filesystem::path& path, const std::filesystem::path& source_dir) {
-  return parse_config(read_json_file(path), path, source_dir);
+  json document;
+  try {
+    document = read_json_file(path);
+  } catch (const json::exception& error) {
+    // read_json_file names syntax errors; the JSON parser also throws out_of_range for a number
+    // beyond a double's range (1e999).
+    fail(path.string(), std::string("not valid JSON (") + error.what() + ")");
+  }
+  return parse_config(document, path, source_dir);
 }
 
 const Lane& Config::lane(const std::string& name) const {

@@ -34,7 +34,8 @@ struct TestResult {
   std::vector<std::string> failed_cases;
 };
 
-// Parses the json-v1 listing. Throws dit::Error(invalid_file) when it is not one.
+// Parses the json-v1 listing. Throws dit::Error(invalid_file) when it is not one (a field of
+// the wrong type included).
 std::vector<SelectedTest> parse_test_listing(const nlohmann::json& listing, const std::string& where);
 
 // Per test name: outcome, detail and time from a CTest JUnit file. Throws dit::Error when the
@@ -51,7 +52,8 @@ struct JunitCase {
 std::vector<std::string> parse_gtest_failures(const std::string& output);
 std::map<std::string, JunitCase> parse_junit(const std::filesystem::path& path);
 
-// Per test name: "Exception: SegFault", "Timeout", ... from CTest's console output.
+// Per test name: "Exception: SegFault", "Timeout", ... from CTest's console output. Here and in
+// the JUnit readers, text is returned as valid UTF-8 (an invalid byte becomes U+FFFD).
 std::map<std::string, std::string> parse_console_failures(const std::string& console_log);
 
 // Joins the three: every selected test gets a result; a selected test absent from the JUnit
@@ -70,7 +72,9 @@ bool is_judge_test(const SelectedTest& test);
 nlohmann::json test_signature(const std::vector<SelectedTest>& tests, const std::string& build_dir,
                               const std::string& source_dir);
 // What differs between two signatures: "test x: added", "test y: removed", "test z: property
-// WILL_FAIL changed (absent -> true)", "test z: command changed".
+// WILL_FAIL changed (absent -> true)", "test z: command changed". Throws
+// dit::Error(invalid_file) when either is not a signature (a list of objects, each with a
+// string name and, if any, an object of properties).
 std::vector<std::string> signature_differences(const nlohmann::json& expected, const nlohmann::json& found);
 
 }  // namespace dit::ar

@@ -1,6 +1,11 @@
 // Shared session plumbing for init, baseline, experiment, status and summary.
 #include "driver/session.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 #include "core/files.h"
 #include "driver/process.h"
 #include "core/error.h"
@@ -8,6 +13,45 @@
 namespace dit::ar {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// A state file that holds what dit-ar never writes: named as damaged, never an internal error.
+[[noreturn]] void damaged(const std::string& where, const std::string& problem,
+                          const std::string& way_out =
+                              "restore it, or start a new session in a fresh state "
+                              "directory with `dit-ar init`") {
+  throw Error(ErrorKind::invalid_file, where + ": " + problem + " (the file is damaged: " + way_out + ")");
+}
+
+constexpr const char* kInflightWayOut = "restore it, or remove it while no dit-ar runs";
+
+// ExperimentRecord::from_json reads each field with a fallback; a field of another type than
+// to_json writes would escape it as nlohmann's type_error.
+void check_record_fields(const nlohmann::json& record, const std::string& where) {
+  if (!record.is_object()) damaged(where, "\"record\" is not an object", kInflightWayOut);
+  for (const char* key : {"kind", "timestamp", "commit", "parent", "best_before", "lane", "gpu", "status",
+                          "classification", "description", "objective", "unit", "quality", "run_dir", "sandbox"}) {
+    if (record.contains(key) && !record[key].is_string())
+      damaged(where, "record." + std::string(key) + " is not a string", kInflightWayOut);
+  }
+  for (const char* key : {"reasons", "checkout_changes"}) {
+    if (!record.contains(key)) continue;
+    const nlohmann::json& list = record[key];
+    if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const auto& item) { return item.is_string(); }))
+      damaged(where, "record." + std::string(key) + " is not a list of strings", kInflightWayOut);
+  }
+}
+
+// A string field of inflight.json, or `fallback` when it is absent.
+std::string string_field(const nlohmann::json& object, const char* key, const std::string& fallback,
+                         const std::string& where) {
+  if (!object.contains(key)) return fallback;
+  if (!object[key].is_string()) damaged(where, "\"" + std::string(key) + "\" is not a string", kInflightWayOut);
+  return object[key].get<std::string>();
+}
+
+}  // namespace
 
 SessionContext open_session_context(const CommonOptions& options) {
   Config config = load_session_config(options);
@@ -48,8 +92,17 @@ nlohmann::json compute_locks(const Config& config, const GitRepository& reposito
 }
 
 std::vector<std::string> lock_violations(const nlohmann::json& locks, const nlohmann::json& now) {
+  // An id is a string (or null when the path was absent); a damaged one is shown as it is.
   auto show = [](const nlohmann::json& id) {
-    return id.is_null() ? std::string("absent") : id.get<std::string>().substr(0, 8);
+    if (id.is_null()) return std::string("absent");
+    if (id.is_string()) {
+      // At most 8 bytes, cut before a character, never inside one (the text must stay UTF-8).
+      const std::string text = id.get<std::string>();
+      std::size_t size = std::min<std::size_t>(text.size(), 8);
+      while (size < text.size() && size > 0 && (static_cast<unsigned char>(text[size]) & 0xC0) == 0x80) --size;
+      return text.substr(0, size);
+    }
+    return id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   };
   std::vector<std::string> violations;
   for (const auto& [path, id] : locks.items()) {
@@ -79,25 +132,49 @@ void require_branch_and_clean_tree(const SessionContext& context, const nlohmann
   }
 }
 
+InflightRun parse_inflight(const nlohmann::json& inflight, const std::string& where) {
+  if (!inflight.is_object()) damaged(where, "not a JSON object", kInflightWayOut);
+  InflightRun run;
+  run.phase = string_field(inflight, "phase", run.phase, where);
+  run.kind = string_field(inflight, "kind", run.kind, where);
+  run.commit = string_field(inflight, "commit", "", where);
+  run.run_dir = string_field(inflight, "run_dir", "", where);
+  const fs::path run_dir(run.run_dir);
+  if (run_dir.is_absolute() ||
+      std::any_of(run_dir.begin(), run_dir.end(), [](const fs::path& part) { return part == ".."; }))
+    damaged(where, "run_dir '" + run.run_dir + "' leaves the state directory", kInflightWayOut);
+  if (inflight.contains("process_group")) {
+    const nlohmann::json& group = inflight["process_group"];
+    // An unsigned value beyond std::int64_t reads as a negative one: refused either way.
+    if (!group.is_number_integer() || group.get<std::int64_t>() < 0 ||
+        group.get<std::int64_t>() > std::numeric_limits<int>::max())
+      damaged(where, "process_group is not a process group id", kInflightWayOut);
+    run.process_group = group.get<int>();
+  }
+  if (run.phase == "recording" && inflight.contains("record")) {
+    check_record_fields(inflight["record"], where);
+    run.record = ExperimentRecord::from_json(inflight["record"]);
+  }
+  return run;
+}
+
 void recover_interrupted_run(SessionContext& context, std::ostream& out) {
   auto inflight = context.state.load_inflight();
   if (!inflight) return;
-  std::string phase = inflight->value("phase", "running");
-  if (phase == "recording" && inflight->contains("record")) {
-    ExperimentRecord record = ExperimentRecord::from_json((*inflight)["record"]);
+  const InflightRun run = parse_inflight(*inflight, context.state.inflight_file().string());
+  if (run.record) {
+    const ExperimentRecord& record = *run.record;
     out << "dit-ar: finishing the recording of " << short_id(record.commit) << " (" << to_string(record.status)
         << ") left by a driver that was stopped\n";
     apply_record(*context.repository, context.state, record);
   } else {
-    int group = inflight->value("process_group", 0);
-    bool killed = kill_process_group(group);
-    std::string run_dir = inflight->value("run_dir", "");
-    out << "dit-ar: the previous run of " << short_id(inflight->value("commit", "")) << " (" << run_dir
+    bool killed = kill_process_group(run.process_group);
+    out << "dit-ar: the previous run of " << short_id(run.commit) << " (" << run.run_dir
         << ") was interrupted: the driver was stopped before it decided"
         << (killed ? "; its leftover processes were killed" : "") << ". Nothing was recorded for it; the commit "
-        << "is run again when `dit-ar " << inflight->value("kind", "experiment") << "` is repeated.\n";
-    if (!run_dir.empty() && fs::exists(context.state.root() / run_dir)) {
-      write_json_atomic(context.state.root() / run_dir / "interrupted.json",
+        << "is run again when `dit-ar " << run.kind << "` is repeated.\n";
+    if (!run.run_dir.empty() && fs::exists(context.state.root() / run.run_dir)) {
+      write_json_atomic(context.state.root() / run.run_dir / "interrupted.json",
                         {{"interrupted", true}, {"noticed_at", utc_timestamp()}, {"inflight", *inflight}});
     }
   }
@@ -119,7 +196,7 @@ RunRequest session_run_request(const SessionContext& context, const Lane& lane, 
   request.judge_source_dir = state.judge_source_dir();
   request.cache_dir = state.candidate_cache_dir();
   request.hidden = {state.baseline_dir(), state.judge_dir(), state.pristine_baseline_dir().parent_path()};
-  if (session.contains("judge")) request.judge_files = hashes_from_json(session["judge"].at("files"), "session judge");
+  if (session.contains("judge")) request.judge_files = session_judge_files(session);
   if (session.contains("baseline")) {
     const nlohmann::json& baseline = session["baseline"];
     if (baseline.contains("goldens")) request.goldens = hashes_from_json(baseline["goldens"], "session goldens");
@@ -143,7 +220,7 @@ std::vector<std::string> best_build_changes(const SessionContext& context, const
   const fs::path record_file = context.state.best_built_file();
   if (!fs::exists(record_file)) return {"not built"};
   nlohmann::json record = read_json_file(record_file);
-  const std::string commit = record.value("commit", "");
+  const std::string commit = best_built_commit(record);
   if (commit.empty() || !record.contains("files")) return {"best/built.json names no commit"};
   std::vector<std::string> changes;
   for (const auto& path : context.repository->compare_tree(commit, context.state.best_source_dir(), {build_top(lane)}))
@@ -177,7 +254,7 @@ void invalidate_best_build(const SessionContext& context, const Lane& lane) {
 std::optional<std::string> prepare_best_build(SessionContext& context, const Lane& lane, const std::string& best_commit,
                                               RunRequest request) {
   const fs::path record_file = context.state.best_built_file();
-  if (fs::exists(record_file) && read_json_file(record_file).value("commit", "") == best_commit &&
+  if (fs::exists(record_file) && best_built_commit(read_json_file(record_file)) == best_commit &&
       best_build_changes(context, lane).empty())
     return std::nullopt;
   invalidate_best_build(context, lane);
@@ -208,7 +285,7 @@ std::vector<std::string> judge_tree_changes(const SessionContext& context, const
 std::optional<std::string> ensure_judge_build(SessionContext& context, const Lane& lane, nlohmann::json& session,
                                               RunRequest request) {
   if (session.contains("judge")) {
-    const FileHashes expected = hashes_from_json(session["judge"].at("files"), "session judge");
+    const FileHashes expected = session_judge_files(session);
     if (describe_changes(expected, judge_build_hashes(context, lane), "").empty() &&
         judge_tree_changes(context, lane, session).empty())
       return std::nullopt;
@@ -217,7 +294,7 @@ std::optional<std::string> ensure_judge_build(SessionContext& context, const Lan
   context.repository->export_tree(commit, context.state.judge_source_dir(), {build_top(lane)});
   // Files a run changed are removed, so the build writes them again.
   if (session.contains("judge")) {
-    const FileHashes expected = hashes_from_json(session["judge"].at("files"), "session judge");
+    const FileHashes expected = session_judge_files(session);
     const fs::path build = context.state.judge_source_dir() / lane.build_dir;
     for (const auto& [path, hash] : judge_build_hashes(context, lane)) {
       auto found = expected.find(path);
@@ -239,9 +316,25 @@ std::optional<std::string> ensure_judge_build(SessionContext& context, const Lan
   return std::nullopt;
 }
 
+std::string best_built_commit(const nlohmann::json& record) {
+  if (!record.is_object() || !record.contains("commit") || !record["commit"].is_string()) return "";
+  return record["commit"].get<std::string>();
+}
+
+FileHashes session_judge_files(const nlohmann::json& session) {
+  if (!session.is_object() || !session.contains("judge") || !session["judge"].is_object() ||
+      !session["judge"].contains("files"))
+    damaged("session.json", "field \"judge\" is not an object with \"files\"");
+  return hashes_from_json(session["judge"]["files"], "session.json judge.files");
+}
+
 double effective_min_improvement(const nlohmann::json& session, const Lane& lane) {
-  if (session.contains("baseline") && session["baseline"].contains("effective_min_improvement_percent")) {
-    return session["baseline"]["effective_min_improvement_percent"].get<double>();
+  if (session.is_object() && session.contains("baseline") && session["baseline"].is_object() &&
+      session["baseline"].contains("effective_min_improvement_percent")) {
+    const nlohmann::json& value = session["baseline"]["effective_min_improvement_percent"];
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
+      damaged("session.json", "baseline.effective_min_improvement_percent is not a percentage");
+    return value.get<double>();
   }
   return lane.min_improvement_percent;
 }
@@ -253,7 +346,8 @@ void print_result_block(std::ostream& out, const Fields& fields, bool json, cons
     if (extra.is_object()) {
       for (const auto& [key, value] : extra.items()) document[key] = value;
     }
-    out << document.dump(2) << "\n";
+    // Fields can hold anything a state file or a commit message held: invalid UTF-8 is replaced.
+    out << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   out << "---\n";

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -45,6 +47,22 @@ std::vector<std::string> lock_violations(const nlohmann::json& locks, const nloh
 
 // The session's branch must be checked out and the working tree clean (exit 2 otherwise).
 void require_branch_and_clean_tree(const SessionContext& context, const nlohmann::json& session);
+
+// inflight.json as the experiment and baseline commands write it: "phase" "running" (with the
+// commit, the run folder and the process group of the child that runs) or "recording" (with
+// the record being applied).
+struct InflightRun {
+  std::string phase = "running";
+  std::string kind = "experiment";  // or "baseline"
+  std::string commit;
+  std::string run_dir;                     // relative to the state directory, never leaving it; may be empty
+  int process_group = 0;                   // 0 when no child was started
+  std::optional<ExperimentRecord> record;  // with phase "recording"
+};
+// A "recording" phase without a record is read as a running one. Throws
+// dit::Error(invalid_file) naming `where` when a field has the wrong type, the run folder
+// leaves the state directory or the process group is no process group id.
+InflightRun parse_inflight(const nlohmann::json& inflight, const std::string& where);
 
 // Handles inflight.json left by a killed driver: a run that was being recorded is recorded;
 // a run that was executing has its process group killed and its run folder marked
@@ -87,8 +105,25 @@ FileHashes judge_build_hashes(const SessionContext& context, const Lane& lane);
 std::vector<std::string> judge_tree_changes(const SessionContext& context, const Lane& lane,
                                             const nlohmann::json& session);
 
-// The effective minimum improvement of the session's lane (raised by the A/A noise).
+// The commit best/built.json names, or "" when it names none (a damaged record is simply not a
+// build: the best is built again).
+std::string best_built_commit(const nlohmann::json& record);
+
+// The judge build's file hashes session.json records (its "judge" entry); throws
+// dit::Error(invalid_file) when that entry is damaged.
+FileHashes session_judge_files(const nlohmann::json& session);
+
+// The effective minimum improvement of the session's lane (raised by the A/A noise). Throws
+// dit::Error(invalid_file) when session.json's baseline holds one that is not a finite
+// percentage (a number, at least 0).
 double effective_min_improvement(const nlohmann::json& session, const Lane& lane);
+
+// What `dit-ar summary` prints (driver/summary_command.cpp): counts per status, the best and the
+// latest `limit` rows (0: all) of results.tsv, readable or as JSON, for the session's `lane`.
+// A state file's field of the wrong type is a dit::Error(invalid_file), never an internal error.
+void print_summary(std::ostream& out, const Lane& lane, const nlohmann::json& session,
+                   const std::vector<std::map<std::string, std::string>>& rows,
+                   const std::optional<nlohmann::json>& best, int limit, bool json);
 
 using Fields = std::vector<std::pair<std::string, std::string>>;
 // Prints "---" then "key: value" per field, or the fields as one JSON object with --json.

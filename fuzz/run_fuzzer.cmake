@@ -19,7 +19,7 @@ file(COPY ${seeds} DESTINATION "${WORK_DIR}/corpus")
 
 set(arguments -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
   -artifact_prefix=${WORK_DIR}/artifacts/)
-if(DEFINED DICTIONARY)
+if(DICTIONARY)
   list(APPEND arguments -dict=${DICTIONARY})
 endif()
 execute_process(COMMAND "${FUZZER}" ${arguments} "${WORK_DIR}/corpus" RESULT_VARIABLE result)

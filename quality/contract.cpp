@@ -145,7 +145,7 @@ Contract parse_contract(std::string_view text, const std::string& label) {
   json root;
   try {
     root = json::parse(text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // a syntax error, or out_of_range for 1e999
     malformed(label, std::string("not valid JSON (") + error.what() + ")");
   }
   if (!root.is_object()) malformed(label, "the contract must be a JSON object");

@@ -172,7 +172,7 @@ Corpus parse_corpus(std::string_view text, const std::string& label) {
     json object;
     try {
       object = json::parse(line);
-    } catch (const json::parse_error& error) {
+    } catch (const json::exception& error) {  // a syntax error, or out_of_range for 1e999
       throw Error(ErrorKind::invalid_file,
                   label + ":" + std::to_string(line_number) + ": not valid JSON (" + error.what() + ")");
     }

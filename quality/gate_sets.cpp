@@ -8,11 +8,11 @@
 
 namespace dit::quality {
 
-std::vector<GateSet> load_gate_sets(const std::string& path) {
+std::vector<GateSet> parse_gate_sets(std::string_view text, const std::string& path) {
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(read_text_file(path));
-  } catch (const nlohmann::json::parse_error& error) {
+    root = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& error) {  // a syntax error, or out_of_range for 1e999
     throw Error(ErrorKind::invalid_file, path + ": not valid JSON (" + error.what() + ")");
   }
   if (!root.is_object() || !root.contains("sets") || !root.at("sets").is_array())
@@ -34,5 +34,7 @@ std::vector<GateSet> load_gate_sets(const std::string& path) {
   }
   return sets;
 }
+
+std::vector<GateSet> load_gate_sets(const std::string& path) { return parse_gate_sets(read_text_file(path), path); }
 
 }  // namespace dit::quality

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dit::quality {
@@ -19,6 +20,8 @@ struct GateSet {
   bool needs_gpu() const { return backend == "cuda"; }
 };
 
+// Throws dit::Error (invalid_file) "<label>: <problem>" naming the entry.
+std::vector<GateSet> parse_gate_sets(std::string_view text, const std::string& label);
 // Throws dit::Error (io / invalid_file) naming the file and the entry.
 std::vector<GateSet> load_gate_sets(const std::string& path);
 
