@@ -14,6 +14,7 @@
 #include "driver/process.h"
 #include "driver/protection.h"
 #include "driver/recording.h"
+#include "driver/run_guard.h"
 #include "driver/sandbox.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
@@ -55,12 +56,18 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
   return std::nullopt;
 }
 
-int run_baseline(const CommonOptions& options) {
+// `place` is set once the run has a folder.
+int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
   SessionContext context = open_session_context(options);
   nlohmann::json session = context.state.load_session();
   const Lane& lane = context.config.lane(session.at("lane"));
   LockFile lock(context.state.lock_file());
+  for (const auto& stale : remove_stale_git_locks(*context.repository, context.state))
+    std::cerr << "dit-ar: removed " << stale.string() << ", left by a git update of a driver that was stopped\n";
+  restore_interrupted_baseline(context.state);
   recover_interrupted_run(context, std::cerr);
+  report_sealed(context.state, context.state.seal_undecided_runs());
+  session = context.state.load_session();  // as the recovery left it
   validate_contract(context.config);
   if (session.contains("baseline")) {
     refuse("the baseline is already recorded (commit " + short_id(session["baseline"].value("commit", "")) + ")",
@@ -89,6 +96,7 @@ int run_baseline(const CommonOptions& options) {
   record.sandbox = sandbox_status().description;
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
+  place = RunPlace{run_dir, context.state.root()};
   // With --json, stdout carries only the JSON document; progress goes to stderr.
   std::ostream& progress = options.json ? std::cerr : std::cout;
   progress << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
@@ -140,6 +148,7 @@ int run_baseline(const CommonOptions& options) {
     }
   }
   Decision decision = decide(facts);
+  refuse_if_out_of_space(context, run_dir, decision.status, head, "baseline");
   record.status = decision.status;
   record.reasons = decision.reasons;
   record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
@@ -188,7 +197,6 @@ int run_baseline(const CommonOptions& options) {
                            {"goldens", to_json(goldens)},
                            {"test_signature", signatures},
                            {"warnings", warnings}};
-    context.state.store_session(session);
     // The baseline's objective is the candidate side of the A/A run; there is no "best before".
     record.best_value.reset();
     record.improvement_percent.reset();
@@ -196,7 +204,13 @@ int run_baseline(const CommonOptions& options) {
   write_json_atomic(run_dir / "run.json", record.to_json());
   inflight["phase"] = "recording";
   inflight["record"] = record.to_json();
+  // The session's baseline facts go into session.json only once the record waits in
+  // inflight.json with them: a driver killed between the two leaves a recording that the next
+  // start finishes whole (restore_interrupted_baseline), never a session with a baseline and
+  // no best.
+  if (session.contains("baseline")) inflight["session_baseline"] = session["baseline"];
   context.state.store_inflight(inflight);
+  if (session.contains("baseline")) context.state.store_session(session);
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
 
@@ -233,7 +247,11 @@ void add_baseline_command(CLI::App& app, CommonOptions& options) {
       "the baseline performance and the A/A measurement noise. The baseline becomes the best commit. Exit 0 when "
       "recorded, 3 when the baseline itself fails a test.");
   add_common_options(*command, options, true);
-  command->callback([&options] { finish_with(run_baseline(options)); });
+  command->callback([&options] {
+    std::optional<RunPlace> place;
+    finish_with(with_file_errors_named(
+        [&] { return naming_a_full_disk(place, [&] { return run_baseline(options, place); }); }));
+  });
 }
 
 }  // namespace dit::ar

@@ -85,13 +85,19 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
   print_result_block(out, fields, json, {{"reasons", record.reasons}, {"record", record.to_json()}});
 }
 
-int run_experiment(const CommonOptions& options, const ExperimentOptions& experiment) {
+// `place` is set once the run has a folder.
+int run_experiment(const CommonOptions& options, const ExperimentOptions& experiment, std::optional<RunPlace>& place) {
   SessionContext context = open_session_context(options);
   nlohmann::json session = context.state.load_session();
   const Lane& lane = context.config.lane(session.at("lane"));
   fs::create_directories(context.state.root());
   LockFile lock(context.state.lock_file());
+  for (const auto& stale : remove_stale_git_locks(*context.repository, context.state))
+    std::cerr << "dit-ar: removed " << stale.string() << ", left by a git update of a driver that was stopped\n";
+  restore_interrupted_baseline(context.state);
   recover_interrupted_run(context, std::cerr);
+  report_sealed(context.state, context.state.seal_undecided_runs());
+  session = context.state.load_session();  // as the recovery left it
   validate_contract(context.config);
 
   if (!session.contains("baseline")) {
@@ -121,6 +127,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   record.sandbox = sandbox_status().description;
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
+  place = RunPlace{run_dir, context.state.root()};
 
   // With --json, stdout carries only the JSON document; progress goes to stderr.
   std::ostream& progress = options.json ? std::cerr : std::cout;
@@ -168,7 +175,18 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     request.min_improvement_percent = effective_min_improvement(session, lane);
     prepare_candidate_tree(context, lane, head);
     RunGuard guard(context, session, lane, head, best);
-    facts = run_commit(request);
+    try {
+      facts = run_commit(request);
+    } catch (const std::exception&) {
+      // A write of the driver's own failed (a full disk, a failing fsync): the run ends with
+      // that error, after what its processes changed is put back.
+      try {
+        guard.repair(guard.check(), run_dir / "checkout-changes");
+      } catch (const std::exception& repair_error) {
+        progress << "warning: after the failed run, the checks could not finish: " << repair_error.what() << "\n";
+      }
+      throw;
+    }
     findings = guard.check();
     facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
     guard.repair(findings, run_dir / "checkout-changes");
@@ -182,6 +200,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     }
   }
   Decision decision = decide(facts);
+  refuse_if_out_of_space(context, run_dir, decision.status, head, "experiment");
   record.status = decision.status;
   record.reasons = decision.reasons;
   record.checkout_changes = findings.checkout_changes;
@@ -226,7 +245,11 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
       ->check(CLI::IsMember(kClassifications));
   command->add_option("--description", experiment->description, "One line: the hypothesis")->required();
   add_common_options(*command, options, true);
-  command->callback([&options, experiment] { finish_with(run_experiment(options, *experiment)); });
+  command->callback([&options, experiment] {
+    std::optional<RunPlace> place;
+    finish_with(with_file_errors_named(
+        [&] { return naming_a_full_disk(place, [&] { return run_experiment(options, *experiment, place); }); }));
+  });
 }
 
 }  // namespace dit::ar

@@ -1,8 +1,11 @@
 // The stages of a run as child processes; a stage that fails or times out ends the run.
 #include "driver/pipeline.h"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -17,6 +20,11 @@ namespace dit::ar {
 namespace fs = std::filesystem;
 
 namespace {
+
+// out_of_space_evidence: a log that reports ENOSPC counts below the larger of this and 1% of the
+// file system; below kFullBytes the file system counts as full without one.
+constexpr unsigned long long kShortOfSpaceBytes = 64ull << 20;
+constexpr unsigned long long kFullBytes = 4ull << 20;
 
 std::ostream& progress(const RunRequest& request) {
   static std::ostream null_stream(nullptr);
@@ -230,6 +238,37 @@ std::optional<std::vector<SelectedTest>> list_tests(const RunRequest& request, c
 
 }  // namespace
 
+std::optional<std::string> out_of_space_evidence(const fs::path& run_dir, const fs::path& state_root) {
+  struct statvfs space {};
+  if (::statvfs(state_root.c_str(), &space) != 0) return std::nullopt;
+  const unsigned long long available = static_cast<unsigned long long>(space.f_bavail) * space.f_frsize;
+  const unsigned long long size = static_cast<unsigned long long>(space.f_blocks) * space.f_frsize;
+  if (available >= std::max<unsigned long long>(kShortOfSpaceBytes, size / 100)) return std::nullopt;
+  std::string evidence =
+      "No space left on device: " + std::to_string(available >> 10) + " KiB available on " + state_root.string();
+  // Below kFullBytes the file system is full whatever the logs say (a tool that failed to
+  // write may not have said why, or its log may not have been written).
+  std::error_code error;
+  std::vector<fs::path> logs;
+  for (auto entry = fs::recursive_directory_iterator(run_dir, error);
+       !error && entry != fs::recursive_directory_iterator(); entry.increment(error)) {
+    std::error_code ignored;
+    if (entry->path().extension() == ".log" && entry->is_regular_file(ignored)) logs.push_back(entry->path());
+  }
+  std::sort(logs.begin(), logs.end());
+  for (const auto& log : logs) {
+    std::ifstream stream(log);
+    for (std::string line; std::getline(stream, line);) {
+      if (line.find("No space left on device") == std::string::npos &&
+          line.find("Disk quota exceeded") == std::string::npos)
+        continue;
+      return evidence + " (" + log.string() + ": " + line.substr(0, 300) + ")";
+    }
+  }
+  if (available < kFullBytes) return evidence;
+  return std::nullopt;
+}
+
 std::string judge_report_path(const SelectedTest& test) {
   return test.has_label("perf") ? "gates/performance.json" : "quality/gates/" + test.name + ".json";
 }
@@ -343,15 +382,32 @@ RunFacts run_commit(const RunRequest& request) {
     std::error_code ignored;
     for (const auto& test : judge_tests) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
     write_judge_instructions(request);
-    std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(judge_tests), "-FA", ".*"};
-    if (auto failure = run_ctest(
-            request, View::judge, argv, "judge (" + preset + ")", judge_folder(request) / ("junit-" + preset + ".xml"),
-            judge_folder(request) / ("ctest-" + preset + ".log"), judge_tests, preset, test_deadline, facts.tests)) {
-      facts.stage_failure = failure;
-      return facts;
+    // The quality gates first, their reports read, then the performance gate: its benchmark
+    // processes run the candidate's code, which must find no report of this run to rewrite.
+    std::vector<SelectedTest> quality_judges;
+    std::vector<SelectedTest> performance_judges;
+    for (const auto& test : judge_tests) (test.has_label("perf") ? performance_judges : quality_judges).push_back(test);
+    const bool split = !quality_judges.empty() && !performance_judges.empty();
+    for (const auto* group : {&quality_judges, &performance_judges}) {
+      if (group->empty()) continue;
+      if (group == &performance_judges && quality_failed(facts)) {
+        facts.skipped_presets.push_back(preset + " (its performance gate)");
+        break;
+      }
+      const std::string suffix = split && group == &performance_judges ? "-performance" : "";
+      const std::string stage =
+          "judge (" + preset + (split ? (group == &performance_judges ? ", performance" : ", quality") : "") + ")";
+      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(*group), "-FA", ".*"};
+      if (auto failure = run_ctest(request, View::judge, argv, stage,
+                                   judge_folder(request) / ("junit-" + preset + suffix + ".xml"),
+                                   judge_folder(request) / ("ctest-" + preset + suffix + ".log"), *group, preset,
+                                   test_deadline, facts.tests)) {
+        facts.stage_failure = failure;
+        return facts;
+      }
+      auto reports = read_reports(request, *group);
+      facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
     }
-    auto reports = read_reports(request, judge_tests);
-    facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
   }
   return facts;
 }

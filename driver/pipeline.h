@@ -61,6 +61,14 @@ RunFacts run_commit(const RunRequest& request);
 // as signatures (test_signature in ctest_results.h), keyed by preset. Used by the baseline.
 std::optional<std::string> list_test_signatures(const RunRequest& request, nlohmann::json& signatures);
 
+// Evidence that a run failed because the state directory's file system is full, not because of
+// the commit: the file system holding `state_root` has less than 4 MiB available, or less than
+// 64 MiB (or 1% of its size) with a log under `run_dir` (any *.log) that reports "No space
+// left on device" (or "Disk quota exceeded"). Returns "No space left on device: <n> KiB
+// available on <state_root>" and the log's line, or nothing.
+std::optional<std::string> out_of_space_evidence(const std::filesystem::path& run_dir,
+                                                 const std::filesystem::path& state_root);
+
 // Where the judge test `test` writes its report, relative to the run's judge folder.
 std::string judge_report_path(const SelectedTest& test);
 

@@ -1,6 +1,23 @@
-// Child processes for the driver's stages (cmake, ctest, benchmarks): each in its own process
-// group, output to a log file, a wall-clock limit that kills the whole group, and a sweep
-// afterwards that leaves no descendant behind, not even one that called setsid().
+// Child processes for the driver's stages (cmake, ctest, benchmarks), each under a supervisor
+// of its own so that none outlives the driver, even one killed by SIGKILL.
+//
+// run_process() forks a supervisor (a copy of the calling process, named `dit-reaper`, in a
+// process group of its own, a child subreaper that ignores SIGINT, SIGTERM and SIGHUP), which
+// forks the stage's child into a further process group (with PR_SET_PDEATHSIG(SIGKILL) towards
+// the supervisor) and execs it. The supervisor watches two things at once: the child (through a
+// pidfd) and the caller (a pipe whose only write end the caller holds, and its parent pid).
+//   - The child exits: the supervisor kills what is left of its group and every descendant it
+//     adopted (a process that called setsid() and lost its parent is re-parented to the nearest
+//     subreaper: the supervisor), reaps them, reports the child's wait status and run time to
+//     the caller and exits.
+//   - The caller dies (kill -9 included; the pipe reaches end-of-file): the supervisor does the
+//     same sweep at once and exits. Sandboxed stages are covered twice (bwrap
+//     --die-with-parent ends the sandbox when its parent, the child, dies).
+// The supervisor does not exec, so it keeps every descriptor the caller had, the state
+// directory's lock among them (LockFile): a new driver cannot take the lock before the
+// supervisors of a killed one have finished their sweep. Only a SIGKILL of the supervisor itself
+// ends it without a sweep; its child then dies (PR_SET_PDEATHSIG) and the child's orphans go
+// to the next subreaper up (the driver, which sweeps its own children after each stage).
 #pragma once
 
 #include <chrono>
@@ -23,7 +40,9 @@ struct ProcessOptions {
   std::filesystem::path log_path;                    // stdout and stderr appended here (empty: inherited)
   std::optional<std::filesystem::path> stdout_path;  // stdout alone to this file instead
   std::chrono::seconds timeout{0};                   // zero: no limit
-  std::function<void(int process_group)> on_start;   // told the group id once it exists
+  // Told the child's process group id once it exists. If it throws, the child and everything
+  // it started are killed and reaped before the exception goes on.
+  std::function<void(int process_group)> on_start;
 };
 
 struct ProcessResult {
@@ -31,14 +50,15 @@ struct ProcessResult {
   int exit_code = -1;      // valid when it exited normally
   int signal = 0;          // the signal that ended it, if one did
   bool timed_out = false;  // the driver killed it at the limit
-  double seconds = 0.0;
-  std::string error;  // why it did not start, if it did not
+  double seconds = 0.0;    // from the child's fork to its exit, measured by its supervisor
+  std::string error;       // why it did not start, if it did not
 
   bool succeeded() const { return started && !timed_out && signal == 0 && exit_code == 0; }
   std::string describe() const;  // "exit code 2", "killed by signal 11 (Segmentation fault)", ...
 };
 
-// Runs the child to completion (or to its timeout) and reaps every process it left.
+// Runs the child to completion (or to its timeout) under its supervisor; when it returns, no
+// process the child started is left.
 ProcessResult run_process(const ProcessOptions& options);
 
 // Makes this process adopt orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so processes

@@ -1,6 +1,9 @@
 // Each step of apply_record() checks whether it already happened before doing it.
 #include "driver/recording.h"
 
+#include <chrono>
+#include <ctime>
+#include <iomanip>
 #include <sstream>
 
 namespace dit::ar {
@@ -147,6 +150,69 @@ void apply_record(GitRepository& repository, const StateDirectory& state, const 
     }
   }
   if (!state.has_result_for_run(record.run_dir)) state.append_result(record.tsv_row());
+}
+
+void restore_interrupted_baseline(const StateDirectory& state) {
+  auto inflight = state.load_inflight();
+  // A damaged inflight.json is left to recover_interrupted_run, which names it.
+  auto is = [&](const char* key, const char* value) {
+    return inflight->contains(key) && (*inflight)[key].is_string() && (*inflight)[key].get<std::string>() == value;
+  };
+  if (!inflight || !inflight->is_object() || !state.has_session() || !is("phase", "recording") ||
+      !is("kind", "baseline") || !inflight->contains("session_baseline") ||
+      !(*inflight)["session_baseline"].is_object())
+    return;
+  nlohmann::json session = state.load_session();
+  if (session.contains("baseline")) return;
+  session["baseline"] = (*inflight)["session_baseline"];
+  state.store_session(session);
+}
+
+std::vector<std::filesystem::path> remove_stale_git_locks(const GitRepository& repository,
+                                                          const StateDirectory& state) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> removed;
+  auto inflight = state.load_inflight();
+  if (!inflight || !inflight->is_object() || !inflight->contains("phase") || (*inflight)["phase"] != "recording" ||
+      !inflight->contains("record") || !(*inflight)["record"].is_object())
+    return removed;
+  const nlohmann::json& record = (*inflight)["record"];
+  if (!record.contains("timestamp") || !record["timestamp"].is_string()) return removed;
+  std::tm started{};
+  std::istringstream text(record["timestamp"].get<std::string>());
+  text >> std::get_time(&started, "%Y-%m-%dT%H:%M:%SZ");
+  if (text.fail()) return removed;
+  const auto since = std::chrono::system_clock::from_time_t(timegm(&started)) - std::chrono::seconds(2);
+  const fs::path git = repository.workdir() / ".git";
+  if (!fs::is_directory(git)) return removed;  // a linked worktree or a .git file: left alone
+  std::vector<fs::path> candidates;
+  for (const char* name : {"HEAD.lock", "index.lock", "packed-refs.lock", "refs/notes/autoresearch.lock",
+                           "logs/HEAD.lock", "logs/refs/notes/autoresearch.lock"})
+    candidates.push_back(git / name);
+  if (state.has_session()) {
+    const nlohmann::json session = state.load_session();
+    if (session.contains("branch") && session["branch"].is_string()) {
+      const std::string branch = session["branch"].get<std::string>();
+      candidates.push_back(git / "refs/heads" / (branch + ".lock"));
+      candidates.push_back(git / "logs/refs/heads" / (branch + ".lock"));
+    }
+  }
+  for (const fs::path& folder : {git / "refs/autoresearch", git / "logs/refs/autoresearch"}) {
+    std::error_code error;
+    for (auto entry = fs::recursive_directory_iterator(folder, error);
+         !error && entry != fs::recursive_directory_iterator(); entry.increment(error)) {
+      if (entry->path().extension() == ".lock") candidates.push_back(entry->path());
+    }
+  }
+  for (const fs::path& lock : candidates) {
+    std::error_code error;
+    const auto written = fs::last_write_time(lock, error);
+    if (error) continue;
+    const auto written_at = std::chrono::file_clock::to_sys(written);
+    if (written_at < since) continue;
+    if (fs::remove(lock, error)) removed.push_back(lock);
+  }
+  return removed;
 }
 
 }  // namespace dit::ar

@@ -4,6 +4,7 @@
 // through recording finishes the job on its next start (the record sits in inflight.json).
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,20 @@ struct ExperimentRecord {
 void fill_objective(ExperimentRecord& record, const std::vector<nlohmann::json>& gate_reports);
 
 void apply_record(GitRepository& repository, const StateDirectory& state, const ExperimentRecord& record);
+
+// A driver killed inside a git update of apply_record (a ref and its log, the notes, HEAD or
+// the index during the branch's reset) leaves libgit2's lock file, which would refuse every
+// later update. When inflight.json holds a recording (its driver is gone: the caller holds the
+// state directory's lock), removes those lock files (under .git: refs/autoresearch/, the notes
+// ref, the session's branch, HEAD, index, packed-refs, and their logs/) that are no older than
+// the record's start. Returns the removed paths. Call before recover_interrupted_run.
+std::vector<std::filesystem::path> remove_stale_git_locks(const GitRepository& repository, const StateDirectory& state);
+
+// A baseline killed while it was being recorded: inflight.json holds its record and the
+// session's "baseline" facts ("session_baseline"). Stores those into session.json when it lacks
+// them, so that recover_interrupted_run (which then applies the record) leaves a whole
+// baseline. Call before it, holding the lock; does nothing otherwise.
+void restore_interrupted_baseline(const StateDirectory& state);
 
 std::string format_number(std::optional<double> value, int precision = 6);
 

@@ -1,8 +1,11 @@
 // Copies before a run, checks and repairs after it.
 #include "driver/run_guard.h"
 
+#include <iostream>
+
 #include "core/error.h"
 #include "core/files.h"
+#include "driver/pipeline.h"
 
 namespace dit::ar {
 
@@ -124,6 +127,25 @@ void RunGuard::repair(const GuardFindings& findings, const fs::path& save_dir) c
       fs::copy_file(file, saved, fs::copy_options::overwrite_existing);
     }
     repository.restore_paths(repository.head_commit(), findings.fixed_checkout_paths);
+  }
+}
+
+void refuse_if_out_of_space(const SessionContext& context, const fs::path& run_dir, Status status,
+                            const std::string& commit, const std::string& command) {
+  if (status == Status::keep || status == Status::rejected) return;
+  auto evidence = out_of_space_evidence(run_dir, context.state.root());
+  if (!evidence) return;
+  throw Error(ErrorKind::io,
+              "the state directory's file system is full, so " + short_id(commit) + " was not judged: " + *evidence +
+                  "; nothing is recorded (the run folder " + fs::relative(run_dir, context.state.root()).string() +
+                  " is sealed on the next start); free some space and run `dit-ar " + command + "` again");
+}
+
+void report_sealed(const StateDirectory& state, const std::vector<fs::path>& sealed) {
+  for (const auto& folder : sealed) {
+    const std::string now = fs::relative(folder, state.root()).string();
+    std::cerr << "dit-ar: sealed " << now.substr(0, now.rfind(".interrupted")) << " (a run that ended without a "
+              << "decision), now " << now << ", read-only; nothing writes into it any more\n";
   }
 }
 

@@ -5,11 +5,18 @@
 // to REJECT the commit; repair() puts back what the driver can (records and refs from the copy,
 // goldens from pristine/, the user's fixed paths from the commit, saved first; the best and the
 // judge are rebuilt by the next prepare).
+//
+// Also here: what ends a run with an error of the environment rather than a decision (a full
+// disk), and the report of the run folders sealed at start-up.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+#include "driver/pipeline.h"
 #include "driver/protection.h"
 #include "driver/session.h"
 
@@ -44,5 +51,47 @@ class RunGuard {
   std::string best_;
   Snapshot records_;
 };
+
+// Throws dit::Error(io) instead of letting a run whose decision would be `status` be recorded,
+// when the run failed because the state directory's file system is full (out_of_space_evidence
+// in pipeline.h): a CRASH or DISCARD then says nothing about the commit. KEEP and REJECTED stand.
+// `command` names the command to run again.
+void refuse_if_out_of_space(const SessionContext& context, const std::filesystem::path& run_dir, Status status,
+                            const std::string& commit, const std::string& command);
+
+// Where a run writes: its folder and the state directory (set once the folder exists).
+struct RunPlace {
+  std::filesystem::path run_dir;
+  std::filesystem::path state_root;
+};
+
+// Runs `body`; a dit::Error it throws once `place` is set, while the state directory's file
+// system is full (out_of_space_evidence), gets the evidence appended, so that an error that
+// names only its file (a JUnit file ctest could not write) says why.
+template <typename Body>
+auto naming_a_full_disk(const std::optional<RunPlace>& place, Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const Error& error) {
+    if (!place) throw;
+    auto evidence = out_of_space_evidence(place->run_dir, place->state_root);
+    if (!evidence || std::string(error.what()).find("No space left on device") != std::string::npos) throw;
+    throw Error(error.kind(), std::string(error.what()) + "; the state directory's file system is full: " + *evidence);
+  }
+}
+
+// Prints one line per run folder seal_undecided_runs() sealed.
+void report_sealed(const StateDirectory& state, const std::vector<std::filesystem::path>& sealed);
+
+// Runs `body`, turning a std::filesystem error (a folder that cannot be made on a full disk)
+// into dit::Error(io) with its path and reason, so that it ends the command with exit 2.
+template <typename Body>
+auto with_file_errors_named(Body body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::filesystem::filesystem_error& error) {
+    throw Error(ErrorKind::io, error.what());
+  }
+}
 
 }  // namespace dit::ar

@@ -1,6 +1,8 @@
 // The state directory's layout and its records. Everything dit-ar knows about a session lives
-// here (default .autoresearch/, git-ignored); each file is written atomically or appended
-// durably, so a killed driver leaves it readable.
+// here (default .autoresearch/, git-ignored); each file is written atomically (a temporary
+// file beside it, fsync, rename) or, for results.tsv, appended with a length check (a failed
+// append is cut back to the length before it), so a killed driver, a full disk or a failing
+// fsync leaves every record whole: the old content or the new.
 //
 //   session.json      the session: branch, lane, locked ids, baseline facts
 //   best.json         the current best commit and its objective value
@@ -17,6 +19,8 @@
 //                     and the sha256 of its objective benchmark; best/cuda-cache
 //   runs/<id>/        one folder per run: logs, listings, candidate/ (its JUnit), outputs/
 //                     (DIT_OUTPUT_DIR of its tests), judge/ (DIT_JUDGE_DIR: reports, JUnit)
+//   runs/<id>.interrupted/  a run that ended without a decision, sealed (seal_undecided_runs);
+//                     runs/<id> is then a read-only file that says so
 #pragma once
 
 #include <filesystem>
@@ -88,8 +92,20 @@ class StateDirectory {
   // A fresh run folder runs/<NNNN>-<short commit> (numbered after the existing ones).
   std::filesystem::path create_run_dir(const std::string& commit) const;
 
+  // Seals every run folder that no results.tsv row names (a run that ended without a decision:
+  // its driver was killed, or stopped by an error such as a full disk), once the driver holds
+  // the lock and the recovery of inflight.json is done: writes interrupted.json into it (unless
+  // there is one), renames it to runs/<id>.interrupted, puts a read-only file at runs/<id> (so
+  // that a path into the old folder leads nowhere, even for root) and makes its files
+  // read-only. Also removes the temporary files a writer killed mid-write left beside the JSON
+  // records (<record>.tmp.XXXXXX). Returns the sealed folders' new paths. Throws
+  // dit::Error(io) naming the path it could not write.
+  std::vector<std::filesystem::path> seal_undecided_runs() const;
+
   // results.tsv rows as column -> value; the header row is written on first append.
   std::vector<std::map<std::string, std::string>> read_results() const;
+  // Appends a row (with the header, when the file is new) in one write, then fsyncs; on any
+  // failure the file is cut back to its length before the append and dit::Error(io) names it.
   void append_result(const std::map<std::string, std::string>& row) const;
   bool has_result_for_run(const std::string& run_dir) const;
 

@@ -2,6 +2,7 @@
 // the performance gate's rules and process-group timeouts (the durable files: tests/core/).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "driver/decision.h"
 #include "core/files.h"
 #include "driver/git_repository.h"
+#include "driver/lock_file.h"
 #include "driver/process.h"
 #include "driver/recording.h"
 #include "driver/state_directory.h"
@@ -415,6 +417,99 @@ TEST(Process, ReportsExitCodesAndMissingPrograms) {
   EXPECT_FALSE(result.started);
 }
 
+// The pids in `path`, one a line, once it holds `count` of them (waiting up to 10 s).
+std::vector<int> await_pids(const fs::path& path, std::size_t count) {
+  std::vector<int> pids;
+  for (int attempt = 0; attempt < 1000 && pids.size() < count; ++attempt) {
+    pids.clear();
+    std::ifstream stream(path);
+    for (int pid = 0; stream >> pid;) pids.push_back(pid);
+    if (pids.size() < count) ::usleep(10'000);
+  }
+  return pids;
+}
+
+// Whether every pid in `pids` is gone within `seconds` (zombies count as gone).
+bool all_gone(const std::vector<int>& pids, double seconds) {
+  for (int attempt = 0; attempt < seconds * 100; ++attempt) {
+    if (std::none_of(pids.begin(), pids.end(), process_alive)) return true;
+    ::usleep(10'000);
+  }
+  return std::none_of(pids.begin(), pids.end(), process_alive);
+}
+
+// The stage's whole tree (the child, a background grandchild, a setsid escapee) dies with a
+// driver killed by SIGKILL: the supervisor sweeps it.
+TEST(Process, ADriverKilledBySigkillLeavesNoProcess) {
+  const fs::path pids = scratch("tree-pids.txt");
+  fs::remove(pids);
+  const pid_t driver = ::fork();
+  ASSERT_GE(driver, 0);
+  if (driver == 0) {
+    ProcessOptions options;
+    options.argv = {"sh", "-c",
+                    "sleep 300 & echo $! >> " + pids.string() + "; setsid sleep 300 & echo $! >> " + pids.string() +
+                        "; echo $$ >> " + pids.string() + "; sleep 300"};
+    run_process(options);
+    ::_exit(0);
+  }
+  const std::vector<int> tree = await_pids(pids, 3);
+  ASSERT_EQ(tree.size(), 3u) << "the stage did not start";
+  ::kill(driver, SIGKILL);
+  ::waitpid(driver, nullptr, 0);
+  EXPECT_TRUE(all_gone(tree, 5.0)) << "a process of the killed driver's stage is still alive";
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+}
+
+// A new driver cannot take the state directory's lock before the killed one's supervisor has
+// swept (it holds the lock's descriptor): when the lock is taken, nothing of the stage is left,
+// even a child that ignores SIGTERM.
+TEST(Process, TheLockIsTakenOnlyAfterTheKilledDriversSweep) {
+  const fs::path pids = scratch("lock-pids.txt");
+  const fs::path lock_path = scratch("lock");
+  fs::remove(pids);
+  const pid_t driver = ::fork();
+  ASSERT_GE(driver, 0);
+  if (driver == 0) {
+    LockFile lock(lock_path);
+    ProcessOptions options;
+    options.argv = {"sh", "-c", "trap '' TERM; sleep 300 & echo $! >> " + pids.string() + "; sleep 300"};
+    run_process(options);
+    ::_exit(0);
+  }
+  const std::vector<int> tree = await_pids(pids, 1);
+  ASSERT_EQ(tree.size(), 1u) << "the stage did not start";
+  ::kill(driver, SIGKILL);
+  ::waitpid(driver, nullptr, 0);
+  LockFile lock(lock_path);
+  EXPECT_TRUE(std::none_of(tree.begin(), tree.end(), process_alive))
+      << "the lock was free while the killed driver's stage was still alive";
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+}
+
+TEST(Process, MeasuresTheChildFromSpawnToExit) {
+  ProcessOptions options;
+  options.argv = {"sleep", "0.2"};
+  ProcessResult result = run_process(options);
+  EXPECT_TRUE(result.succeeded()) << result.describe();
+  EXPECT_GE(result.seconds, 0.2);
+  EXPECT_LT(result.seconds, 0.5);
+}
+
+// A failure while recording the child's group (inflight.json on a full disk) ends the child.
+TEST(Process, AThrowingStartCallbackEndsTheChild) {
+  ProcessOptions options;
+  options.argv = {"sleep", "300"};
+  int group = 0;
+  options.on_start = [&group](int process_group) {
+    group = process_group;
+    throw std::runtime_error("cannot record the group");
+  };
+  EXPECT_THROW(run_process(options), std::runtime_error);
+  ASSERT_GT(group, 0);
+  EXPECT_FALSE(process_alive(group)) << "the child outlived the failed start";
+}
+
 // A driver killed while recording re-applies the record from inflight.json on its next start:
 // applying a record twice must leave exactly what applying it once leaves.
 TEST(Recording, ApplyingARecordTwiceIsApplyingItOnce) {
@@ -460,4 +555,112 @@ TEST(Recording, ApplyingARecordTwiceIsApplyingItOnce) {
   EXPECT_EQ(state.read_results().size(), 2u);
   EXPECT_EQ(repository.resolve_reference("refs/autoresearch/best"), best);
   EXPECT_EQ(state.load_best()->value("commit", ""), best);
+}
+
+// A driver killed inside one of apply_record's git updates leaves libgit2's lock file; the next
+// start removes the locks of those updates (no older than the record) and nothing else.
+TEST(Recording, AGitUpdateCutShortLeavesNoLockBehind) {
+  if (std::system("git --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "git is needed to set up the repository";
+  fs::path repository_dir = scratch("locks-repo");
+  fs::remove_all(repository_dir);
+  fs::create_directories(repository_dir);
+  const std::string git = "git -C " + repository_dir.string() + " ";
+  ASSERT_EQ(std::system((git + "init -q -b autoresearch/t && " + git + "config user.name t && " + git +
+                         "config user.email t@localhost && echo a > " + (repository_dir / "f").string() + " && " + git +
+                         "add f && " + git + "commit -q -m one")
+                            .c_str()),
+            0);
+  GitRepository repository(repository_dir);
+  const std::string head = repository.head_commit();
+  StateDirectory state(repository_dir / ".state");
+  fs::create_directories(state.root());
+  state.store_session({{"tag", "t"},
+                       {"branch", "autoresearch/t"},
+                       {"lane", "l"},
+                       {"init_commit", head},
+                       {"locks", nlohmann::json::object()}});
+  const fs::path dot_git = repository_dir / ".git";
+  fs::create_directories(dot_git / "refs/autoresearch");
+  const std::vector<fs::path> stale = {dot_git / "refs/autoresearch/best.lock", dot_git / "index.lock",
+                                       dot_git / "refs/heads/autoresearch/t.lock"};
+  const fs::path older = dot_git / "refs/notes/autoresearch.lock";
+  const fs::path unrelated = dot_git / "refs/heads/other.lock";
+  fs::create_directories(older.parent_path());
+  for (const auto& file : stale) std::ofstream(file) << head << "\n";
+  std::ofstream(older) << head << "\n";
+  std::ofstream(unrelated) << head << "\n";
+  fs::last_write_time(older, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  EXPECT_THROW(repository.set_reference("refs/autoresearch/best", head, "test"), dit::Error)
+      << "libgit2 updated a ref whose lock file was there";
+
+  ExperimentRecord record;
+  record.timestamp = utc_timestamp();
+  record.commit = head;
+  state.store_inflight({{"phase", "running"}, {"record", record.to_json()}});
+  EXPECT_TRUE(remove_stale_git_locks(repository, state).empty()) << "a run (not a recording) left no git lock";
+  state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
+  auto removed = remove_stale_git_locks(repository, state);
+  std::sort(removed.begin(), removed.end());
+  std::vector<fs::path> expected = stale;
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(removed, expected);
+  EXPECT_TRUE(fs::exists(older)) << "a lock older than the record was removed";
+  EXPECT_TRUE(fs::exists(unrelated)) << "the lock of another branch was removed";
+  EXPECT_NO_THROW(repository.set_reference("refs/autoresearch/best", head, "test"));
+}
+
+// A torn last line (a writer killed mid-append) is cut before the next row; a file holding only
+// a torn header gets the header again.
+TEST(StateDirectory, AnAppendCutsATornLastLine) {
+  StateDirectory state(scratch("torn-state"));
+  fs::remove_all(state.root());
+  fs::create_directories(state.root());
+  state.append_result({{"commit", "a"}, {"status", "KEEP"}, {"run_dir", "runs/0001-a"}});
+  { std::ofstream(state.results_file(), std::ios::app) << "2026-01-01T00:00:00Z\tb\tpar"; }
+  state.append_result({{"commit", "c"}, {"status", "CRASH"}, {"run_dir", "runs/0003-c"}});
+  auto rows = state.read_results();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("commit"), "a");
+  EXPECT_EQ(rows[1].at("commit"), "c");
+  const std::string text = dit::read_text_file(state.results_file());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3) << text;
+
+  { std::ofstream(state.results_file(), std::ios::trunc) << "timestamp\tcommit\tpar"; }
+  state.append_result({{"commit", "d"}, {"status", "KEEP"}, {"run_dir", "runs/0004-d"}});
+  rows = state.read_results();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].at("commit"), "d");
+}
+
+// Every run folder without a row is sealed: marked, moved to <id>.interrupted with its files
+// read-only, a read-only file in its place; decided and sealed folders are left as they are,
+// temporary files beside the records removed, and the numbering goes on after them.
+TEST(StateDirectory, SealsTheRunsWithoutADecision) {
+  StateDirectory state(scratch("seal-state"));
+  fs::remove_all(state.root());
+  fs::create_directories(state.runs_dir());
+  for (const char* name : {"0001-aaaaaaaa", "0002-bbbbbbbb", "0003-cccccccc.interrupted"}) {
+    fs::create_directories(state.runs_dir() / name / "judge");
+    std::ofstream(state.runs_dir() / name / "judge" / "report.json") << "{}\n";
+  }
+  state.append_result({{"commit", "a"}, {"status", "KEEP"}, {"run_dir", "runs/0001-aaaaaaaa"}});
+  std::ofstream(state.root() / "inflight.json.tmp.AbC123") << "{";
+  std::ofstream(state.root() / "notes.json.tmp.AbC123") << "{";
+
+  const auto sealed = state.seal_undecided_runs();
+  ASSERT_EQ(sealed.size(), 1u);
+  const fs::path old_path = state.runs_dir() / "0002-bbbbbbbb";
+  EXPECT_EQ(sealed.front(), state.runs_dir() / "0002-bbbbbbbb.interrupted");
+  EXPECT_TRUE(fs::is_regular_file(old_path)) << "no file in the sealed folder's place";
+  EXPECT_TRUE(fs::exists(sealed.front() / "interrupted.json"));
+  EXPECT_TRUE(fs::exists(sealed.front() / "judge" / "report.json"));
+  const auto write = fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write;
+  EXPECT_EQ(fs::status(sealed.front() / "judge" / "report.json").permissions() & write, fs::perms::none);
+  EXPECT_EQ(fs::status(old_path).permissions() & write, fs::perms::none);
+  EXPECT_FALSE(fs::exists(old_path / "judge")) << "a path into the sealed folder still leads somewhere";
+  EXPECT_TRUE(fs::is_directory(state.runs_dir() / "0001-aaaaaaaa")) << "a decided run was sealed";
+  EXPECT_FALSE(fs::exists(state.root() / "inflight.json.tmp.AbC123"));
+  EXPECT_TRUE(fs::exists(state.root() / "notes.json.tmp.AbC123")) << "a file that is not a record's was removed";
+  EXPECT_TRUE(state.seal_undecided_runs().empty()) << "sealing twice sealed again";
+  EXPECT_EQ(state.create_run_dir("dddddddd0000").filename(), "0004-dddddddd");
 }

@@ -305,7 +305,10 @@ expect_rc 0
 expect_text "was interrupted: the driver was stopped before it decided"
 expect_line "status: KEEP"
 expect_line "commit: $FUSED"
-[ -f "$KILLED_RUN/interrupted.json" ] || fail "the interrupted run directory is not marked"
+# Sealed: marked, moved to <run>.interrupted, a read-only file in its place (no path leads into it).
+expect_text "sealed runs/$(basename "$KILLED_RUN") "
+[ -f "$KILLED_RUN.interrupted/interrupted.json" ] || fail "the interrupted run directory is not marked"
+[ -f "$KILLED_RUN" ] && [ ! -d "$KILLED_RUN" ] || fail "the interrupted run's old path is not a file"
 expect_gone "$SLOW_NAME" "the killed driver's test"
 head -n 10 "$STATE/results.tsv" | cmp -s - "$WORK/results-before-kill.tsv" || fail "rows before the kill changed"
 expect_row 10 KEEP exact "$FUSED"
