@@ -382,25 +382,25 @@ const TensorView& SafetensorsFile::at(const std::string& name) const {
   return it->second;
 }
 
-Tensor SafetensorsFile::to_float(const std::string& name, const std::vector<int64_t>& expected_shape) const {
+const TensorView& SafetensorsFile::shaped(const std::string& name, const std::vector<int64_t>& expected_shape) const {
   const TensorView& view = at(name);
   if (!expected_shape.empty() && view.shape != expected_shape) {
     throw Error(ErrorKind::invalid_file, "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) +
                                              " has shape " + shape_string(view.shape) + ", expected " +
                                              shape_string(expected_shape));
   }
+  return view;
+}
+
+Tensor SafetensorsFile::to_float(const std::string& name, const std::vector<int64_t>& expected_shape) const {
+  const TensorView& view = shaped(name, expected_shape);
   Tensor out(view.shape);
   decode(view, out.ptr(), [](auto value) { return static_cast<float>(value); });
   return out;
 }
 
 Tensor SafetensorsFile::to_finite_float(const std::string& name, const std::vector<int64_t>& expected_shape) const {
-  const TensorView& view = at(name);
-  if (!expected_shape.empty() && view.shape != expected_shape) {
-    throw Error(ErrorKind::invalid_file, "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) +
-                                             " has shape " + shape_string(view.shape) + ", expected " +
-                                             shape_string(expected_shape));
-  }
+  const TensorView& view = shaped(name, expected_shape);
   Tensor out(view.shape);
   // In the conversion's own loop: each converted value's exponent bits are tested (all ones: NaN
   // or infinite) and ORed into a flag kept in a register, branch-free, so the float32 loop stays

@@ -61,6 +61,8 @@ class SafetensorsFile {
   std::vector<double> to_double(const std::string& name) const;
 
  private:
+  // The tensor, refused (invalid_file) when expected_shape is given and differs.
+  const TensorView& shaped(const std::string& name, const std::vector<int64_t>& expected_shape) const;
   struct Storage;
   void parse_header();
 

@@ -27,16 +27,8 @@
 namespace {
 
 using dit::fuzz::check;
+using dit::fuzz::valid_utf8;
 using namespace dit::ar;
-
-bool valid_utf8(const std::string& text) {
-  try {
-    (void)nlohmann::json(text).dump();
-    return true;
-  } catch (const nlohmann::json::type_error&) {
-    return false;
-  }
-}
 
 // valid_utf8() of driver/ctest_results.cpp: invalid bytes become U+FFFD.
 std::string replaced(const std::string& text) {

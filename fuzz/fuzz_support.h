@@ -14,12 +14,24 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 namespace dit::fuzz {
 
 inline void check(bool condition, const char* property) {
   if (condition) return;
   std::fprintf(stderr, "fuzz property violated: %s\n", property);
   __builtin_trap();
+}
+
+// Whether nlohmann's strict dump takes the text (valid UTF-8), as every record writer needs.
+inline bool valid_utf8(const std::string& text) {
+  try {
+    (void)nlohmann::json(text).dump();
+    return true;
+  } catch (const nlohmann::json::type_error&) {
+    return false;
+  }
 }
 
 inline std::string_view as_text(const uint8_t* data, size_t size) {

@@ -27,6 +27,7 @@
 namespace {
 
 using dit::fuzz::check;
+using dit::fuzz::valid_utf8;
 using namespace dit::ar;
 namespace fs = std::filesystem;
 
@@ -49,15 +50,6 @@ void read_state(Read read) {
     works_or_refuses(read);
   } catch (const nlohmann::json::out_of_range& error) {
     check(error.id == 406, "only a number overflow escapes read_json_file");
-  }
-}
-
-bool valid_utf8(const std::string& text) {
-  try {
-    (void)nlohmann::json(text).dump();
-    return true;
-  } catch (const nlohmann::json::type_error&) {
-    return false;
   }
 }
 
