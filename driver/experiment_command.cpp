@@ -243,7 +243,19 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
                    "What kind of change this is; quantization gets a strict zero-regression quality gate")
       ->required()
       ->check(CLI::IsMember(kClassifications));
-  command->add_option("--description", experiment->description, "One line: the hypothesis")->required();
+  command->add_option("--description", experiment->description, "One line: the hypothesis")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // The records are JSON and UTF-8: refuse here what their writers would throw on later.
+            try {
+              (void)nlohmann::json(text).dump();
+              return std::string();
+            } catch (const nlohmann::json::type_error&) {
+              return std::string("the description is not valid UTF-8");
+            }
+          },
+          "UTF-8"));
   add_common_options(*command, options, true);
   command->callback([&options, experiment] {
     std::optional<RunPlace> place;
