@@ -173,13 +173,18 @@ std::vector<std::filesystem::path> remove_stale_git_locks(const GitRepository& r
   namespace fs = std::filesystem;
   std::vector<fs::path> removed;
   auto inflight = state.load_inflight();
-  if (!inflight || !inflight->is_object() || !inflight->contains("phase") || (*inflight)["phase"] != "recording" ||
-      !inflight->contains("record") || !(*inflight)["record"].is_object())
-    return removed;
-  const nlohmann::json& record = (*inflight)["record"];
-  if (!record.contains("timestamp") || !record["timestamp"].is_string()) return removed;
+  if (!inflight || !inflight->is_object() || !inflight->contains("phase")) return removed;
+  // Since when the stopped driver could have held a git lock: its recording's time, or, while it
+  // was still running (its checks of the checkout refresh the index), the run's start.
+  const nlohmann::json* stamp = nullptr;
+  if ((*inflight)["phase"] == "recording" && inflight->contains("record") && (*inflight)["record"].is_object() &&
+      (*inflight)["record"].contains("timestamp"))
+    stamp = &(*inflight)["record"]["timestamp"];
+  else if ((*inflight)["phase"] == "running" && inflight->contains("started"))
+    stamp = &(*inflight)["started"];
+  if (!stamp || !stamp->is_string()) return removed;
   std::tm started{};
-  std::istringstream text(record["timestamp"].get<std::string>());
+  std::istringstream text(stamp->get<std::string>());
   text >> std::get_time(&started, "%Y-%m-%dT%H:%M:%SZ");
   if (text.fail()) return removed;
   const auto since = std::chrono::system_clock::from_time_t(timegm(&started)) - std::chrono::seconds(2);

@@ -596,13 +596,20 @@ TEST(Recording, AGitUpdateCutShortLeavesNoLockBehind) {
   ExperimentRecord record;
   record.timestamp = utc_timestamp();
   record.commit = head;
-  state.store_inflight({{"phase", "running"}, {"record", record.to_json()}});
-  EXPECT_TRUE(remove_stale_git_locks(repository, state).empty()) << "a run (not a recording) left no git lock";
-  state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
-  auto removed = remove_stale_git_locks(repository, state);
-  std::sort(removed.begin(), removed.end());
   std::vector<fs::path> expected = stale;
   std::sort(expected.begin(), expected.end());
+  state.store_inflight({{"phase", "running"}, {"record", record.to_json()}});
+  EXPECT_TRUE(remove_stale_git_locks(repository, state).empty())
+      << "a run without its start time had its locks removed";
+  // A run stopped while it checked the checkout (which refreshes the index): its start counts.
+  state.store_inflight({{"phase", "running"}, {"kind", "experiment"}, {"started", record.timestamp}});
+  auto removed = remove_stale_git_locks(repository, state);
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, expected);
+  for (const auto& file : stale) std::ofstream(file) << head << "\n";
+  state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
+  removed = remove_stale_git_locks(repository, state);
+  std::sort(removed.begin(), removed.end());
   EXPECT_EQ(removed, expected);
   EXPECT_TRUE(fs::exists(older)) << "a lock older than the record was removed";
   EXPECT_TRUE(fs::exists(unrelated)) << "the lock of another branch was removed";
