@@ -77,6 +77,7 @@ ProcessResult run_stage(const RunRequest& request, View view, std::vector<std::s
   switch (view) {
     case View::build:
       options.environment = {{"CCACHE_READONLY", "1"}, {"CUDA_CACHE_PATH", request.cache_dir.string()}};
+      if (!request.compiler_cache) options.environment["CCACHE_DISABLE"] = "1";
       sandbox.writable = {build_folder(request), request.cache_dir};
       sandbox.hidden = hidden_from_candidates(request);
       sandbox.temp_dir = request.run_dir / "tmp" / "build";
@@ -97,7 +98,12 @@ ProcessResult run_stage(const RunRequest& request, View view, std::vector<std::s
                              {"DIT_CLASSIFICATION", request.classification},
                              {"DIT_LANE", request.lane->name}};
       break;
-    case View::judge_build: options.working_dir = request.judge_source_dir; break;
+    case View::judge_build:
+      // The judge compiles every object itself: the shared compiler cache is writable by anything
+      // that ran unsandboxed, a candidate included.
+      options.working_dir = request.judge_source_dir;
+      options.environment = {{"CCACHE_DISABLE", "1"}};
+      break;
   }
   if (view == View::build || view == View::tests) {
     std::vector<std::string> prefix = sandbox_prefix(sandbox);

@@ -42,6 +42,10 @@ struct RunRequest {
   std::ostream* progress = nullptr;                 // one line per stage
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json
   bool already_built = false;                       // run_commit skips configure and build
+  // Whether the build may read the shared compiler cache (ccache, read-only for every tree). The
+  // best's build does not: a candidate run without the sandbox can write that cache, and an entry
+  // it planted would then be compiled into the side it is compared with.
+  bool compiler_cache = true;
 };
 
 // Configure and build the request's tree in the candidate's view. Returns a failure

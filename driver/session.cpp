@@ -261,6 +261,7 @@ std::optional<std::string> prepare_best_build(SessionContext& context, const Lan
   context.repository->export_tree(best_commit, context.state.best_source_dir(), {build_top(lane)});
   request.source_dir = context.state.best_source_dir();
   request.cache_dir = context.state.best_cache_dir();
+  request.compiler_cache = false;
   if (auto failure = configure_and_build(request, "best-")) return "the best commit's build: " + *failure;
   const fs::path build = context.state.best_source_dir() / lane.build_dir;
   write_json_atomic(record_file, {{"commit", best_commit},

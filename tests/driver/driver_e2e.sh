@@ -61,6 +61,14 @@ expect_report "$RUN/judge/quality/gates/quality_output.json" true
 expect_report "$RUN/judge/quality/gates/critical_case_zero.json" true
 [ -f "$RUN/judge/gates/performance.json" ] || fail "the A/A run wrote no report at $RUN/judge/gates/performance.json"
 [ -x "$STATE/judge/src/build/fixture/tools/fixture_quality" ] || fail "the judge build ($STATE/judge/src/build/fixture) has no fixture_quality"
+# A candidate run without the sandbox can write the shared compiler cache: the judge's and the
+# best's builds compile everything themselves, the candidate's only reads the cache.
+for tree in judge best; do
+  grep -qx 'disable=1 readonly=.*' "$STATE/$tree/src/build/fixture/compiler-cache.txt" ||
+    fail "the $tree build was configured with the compiler cache on: $(cat "$STATE/$tree/src/build/fixture/compiler-cache.txt")"
+done
+grep -qx 'disable= readonly=1' "$STATE/candidate/src/build/fixture/compiler-cache.txt" ||
+  fail "the candidate's build did not get a read-only compiler cache: $(cat "$STATE/candidate/src/build/fixture/compiler-cache.txt")"
 
 step "profile on a build without the CUDA backend names why, exit 2"
 # The driver builds in its state directory, not in the checkout: name the best commit's build.
