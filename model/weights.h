@@ -1,9 +1,14 @@
-// DiT weights by the original DiT key names (a converted DiT-XL-2-256x256.pt loads as is).
+// DiT weights by the original DiT key names. DitWeights::load reads two checkpoint layouts: the
+// engine's own (the original DiT names, as tools/convert_checkpoint.py writes a converted
+// DiT-XL-2-256x256.pt) and diffusers' DiTTransformer2DModel (transformer/
+// diffusion_pytorch_model.safetensors), mapped onto the original names on load.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/config.h"
@@ -20,7 +25,10 @@ struct DitWeights {
   // Loads a safetensors checkpoint and checks every expected tensor's presence and shape
   // against `config` (validated first: no allocation for a config beyond model_limits); extra
   // tensors are an error too (a checkpoint of another model), and so is a NaN or infinite value,
-  // named by tensor and element.
+  // named by tensor and element. The layout is told from the names: a file with diffusers'
+  // names (transformer_blocks.N...) is mapped onto the original ones, q, k and v concatenated
+  // into qkv, and gives the same bytes as the same values in the engine's layout; its errors
+  // name diffusers' tensors (model/README.md, "Checkpoint layouts").
   static DitWeights load(const std::string& path, const ModelConfig& config);
   // Seeded N(0, std) weights in which every layer, adaLN and the final layer included, is
   // non-zero; pos_embed is the fixed 2-D sin-cos table (reference-vectors README, Model facts).
@@ -31,5 +39,20 @@ struct DitWeights {
 std::map<std::string, std::vector<int64_t>> expected_weight_shapes(const ModelConfig& config);
 // The fixed 2-D sin-cos positional table [1, T, D], computed in float64, stored as float32.
 Tensor sincos_pos_embed(int hidden_size, int grid);
+
+// Whether a safetensors checkpoint holds diffusers' DiTTransformer2DModel names.
+bool is_diffusers_dit_checkpoint(const std::string& path);
+// The diffusers name(s) an engine tensor is read from, in concatenation order (three for qkv;
+// one otherwise). pos_embed maps to the buffer pos_embed.pos_embed, which diffusers does not
+// save (the loader then computes the fixed table). Throws dit::Error for a name no DiT has.
+std::vector<std::string> diffusers_tensor_names(const std::string& engine_name);
+// A DiT configuration from diffusers' transformer/config.json (DiTTransformer2DModel, or the
+// older Transformer2DModel with norm_type ada_norm_zero). Named after the DiT family member it
+// matches ("DiT-XL/2"), else "diffusers". Throws dit::Error naming a missing, ill-typed or
+// unsupported field, and whatever ModelConfig::validate refuses.
+ModelConfig model_config_from_diffusers_json(std::string_view json_text);
+// The configuration a checkpoint carries: its __metadata__.config (the engine's layout), or for
+// diffusers' layout the config.json beside it; nullopt when it has neither.
+std::optional<ModelConfig> checkpoint_model_config(const std::string& path);
 
 }  // namespace dit

@@ -1,5 +1,9 @@
 // DitWeights::load: a safetensors checkpoint checked tensor by tensor against a configuration:
-// every expected tensor present with its shape, nothing else, every value finite.
+// every expected tensor present with its shape, nothing else, every value finite. The engine's
+// layout reads each tensor by its own name; diffusers' layout reads it from the names
+// diffusers_tensor_names gives (weights_diffusers.cpp).
+#include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,32 +18,137 @@ namespace {
 // Enough mismatches to see the pattern (a wrong depth, a wrong hidden size) without a wall.
 constexpr size_t kProblemsListed = 8;
 
+// A stored tensor and the shape it must have.
+struct Part {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+
+// Where each engine tensor comes from, and the stored tensors that must repeat another.
+struct Plan {
+  std::string layout;  // "" for the engine's own, "diffusers"
+  // Engine name -> its parts, concatenated along the first axis; no parts: the fixed sin-cos
+  // table (pos_embed of a diffusers checkpoint, which does not save it).
+  std::map<std::string, std::vector<Part>> sources;
+  // A stored name -> the stored name it must equal byte for byte (diffusers' per-block copies of
+  // the one timestep and class embedder).
+  std::map<std::string, std::string> copies;
+};
+
+Plan engine_plan(const std::map<std::string, std::vector<int64_t>>& expected) {
+  Plan plan;
+  for (const auto& [name, shape] : expected) plan.sources[name] = {{name, shape}};
+  return plan;
+}
+
+Plan diffusers_plan(const std::map<std::string, std::vector<int64_t>>& expected, const ModelConfig& config,
+                    const SafetensorsFile& file) {
+  Plan plan;
+  plan.layout = "diffusers";
+  for (const auto& [name, shape] : expected) {
+    const std::vector<std::string> stored = diffusers_tensor_names(name);
+    std::vector<int64_t> part_shape = shape;
+    part_shape[0] /= static_cast<int64_t>(stored.size());  // qkv: [3D, ...] from three [D, ...]
+    std::vector<Part>& parts = plan.sources[name];
+    if (name == "pos_embed" && !file.contains(stored[0])) continue;
+    for (const std::string& part : stored) parts.push_back({part, part_shape});
+  }
+  // Diffusers gives every block its own AdaLayerNormZero.emb, all copies of the original's one
+  // t_embedder and y_embedder; its forward uses block 0's for the final layer.
+  for (const char* name : {"t_embedder.mlp.0.weight", "t_embedder.mlp.0.bias", "t_embedder.mlp.2.weight",
+                           "t_embedder.mlp.2.bias", "y_embedder.embedding_table.weight"}) {
+    const std::string first = diffusers_tensor_names(name)[0];  // transformer_blocks.0.norm1.emb...
+    const std::string rest = first.substr(std::string("transformer_blocks.0.").size());
+    for (int block = 1; block < config.depth; ++block)
+      plan.copies["transformer_blocks." + std::to_string(block) + "." + rest] = first;
+  }
+  return plan;
+}
+
+// Diffusers' checkpoints name their blocks transformer_blocks.N; the engine's have none of them.
+bool has_diffusers_names(const SafetensorsFile& file) {
+  if (file.contains("pos_embed.proj.weight") || file.contains("proj_out_2.weight")) return true;
+  const auto after = file.tensors().lower_bound("transformer_blocks.");
+  return after != file.tensors().end() && after->first.rfind("transformer_blocks.", 0) == 0;
+}
+
+std::string shape_problem(const SafetensorsFile& file, const Part& part) {
+  const auto found = file.tensors().find(part.name);
+  if (found == file.tensors().end())
+    return "missing tensor '" + part.name + "' (expected shape " + shape_string(part.shape) + ")";
+  if (found->second.shape != part.shape)
+    return "tensor '" + part.name + "' has shape " + shape_string(found->second.shape) + ", expected " +
+           shape_string(part.shape);
+  return {};
+}
+
+// Every mismatch of presence, shape and (for copies) content, in the order of the plan.
+std::vector<std::string> plan_problems(const SafetensorsFile& file, const Plan& plan) {
+  std::vector<std::string> problems;
+  std::set<std::string> used;
+  std::map<std::string, std::vector<int64_t>> shapes;  // stored name -> expected shape
+  for (const auto& [name, parts] : plan.sources)
+    for (const Part& part : parts) {
+      used.insert(part.name);
+      shapes[part.name] = part.shape;
+      if (std::string problem = shape_problem(file, part); !problem.empty())
+        problems.push_back(parts.size() > 1 || part.name != name ? problem + " for " + name : problem);
+    }
+  for (const auto& [copy, original] : plan.copies) {
+    used.insert(copy);
+    const Part part{copy, shapes.at(original)};
+    if (std::string problem = shape_problem(file, part); !problem.empty()) {
+      problems.push_back(problem);
+      continue;
+    }
+    if (shape_problem(file, {original, part.shape}).empty()) {
+      const TensorView &a = file.at(copy), &b = file.at(original);
+      if (a.dtype != b.dtype || a.bytes.size() != b.bytes.size() ||
+          std::memcmp(a.bytes.data(), b.bytes.data(), a.bytes.size()) != 0)
+        problems.push_back("tensor '" + copy + "' differs from '" + original +
+                           "' (the engine has one timestep and class embedder; diffusers repeats it per block)");
+    }
+  }
+  for (const auto& [name, view] : file.tensors())
+    if (used.count(name) == 0)
+      problems.push_back("unexpected tensor '" + name + "' of shape " + shape_string(view.shape));
+  return problems;
+}
+
+Tensor read_tensor(const SafetensorsFile& file, const std::vector<Part>& parts, const std::vector<int64_t>& shape,
+                   const ModelConfig& config) {
+  if (parts.empty()) return sincos_pos_embed(config.hidden_size, config.grid());
+  if (parts.size() == 1) {
+    Tensor tensor = file.to_finite_float(parts[0].name, parts[0].shape);
+    tensor.shape = shape;
+    return tensor;
+  }
+  Tensor tensor(shape);
+  size_t offset = 0;
+  for (const Part& part : parts) {
+    const Tensor piece = file.to_finite_float(part.name, part.shape);
+    std::memcpy(tensor.data.data() + offset, piece.data.data(), piece.data.size() * sizeof(float));
+    offset += piece.data.size();
+  }
+  return tensor;
+}
+
 }  // namespace
+
+bool is_diffusers_dit_checkpoint(const std::string& path) { return has_diffusers_names(SafetensorsFile::open(path)); }
 
 DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) {
   config.validate();
   const SafetensorsFile file = SafetensorsFile::open(path);
   const std::map<std::string, std::vector<int64_t>> expected = expected_weight_shapes(config);
+  const Plan plan = has_diffusers_names(file) ? diffusers_plan(expected, config, file) : engine_plan(expected);
 
-  std::vector<std::string> problems;
-  for (const auto& [name, shape] : expected) {
-    const auto found = file.tensors().find(name);
-    if (found == file.tensors().end()) {
-      problems.push_back("missing tensor '" + name + "' (expected shape " + shape_string(shape) + ")");
-    } else if (found->second.shape != shape) {
-      problems.push_back("tensor '" + name + "' has shape " + shape_string(found->second.shape) + ", expected " +
-                         shape_string(shape));
-    }
-  }
-  for (const auto& [name, view] : file.tensors()) {
-    if (expected.count(name) == 0) {
-      problems.push_back("unexpected tensor '" + name + "' of shape " + shape_string(view.shape));
-    }
-  }
+  const std::vector<std::string> problems = plan_problems(file, plan);
   if (!problems.empty()) {
-    std::string message = "checkpoint '" + path + "' does not match " +
-                          (config.name.empty() ? std::string("the configuration") : config.name) + " (" +
-                          std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") + "): ";
+    std::string message = "checkpoint '" + path + "'" + (plan.layout.empty() ? "" : " (" + plan.layout + " layout)") +
+                          " does not match " + (config.name.empty() ? std::string("the configuration") : config.name) +
+                          " (" + std::to_string(problems.size()) + " problem" + (problems.size() == 1 ? "" : "s") +
+                          "): ";
     for (size_t i = 0; i < problems.size() && i < kProblemsListed; ++i) message += (i ? "; " : "") + problems[i];
     if (problems.size() > kProblemsListed) {
       message += "; and " + std::to_string(problems.size() - kProblemsListed) + " more";
@@ -50,7 +159,8 @@ DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) 
   // Non-finite weights would only show as NaN latents: each tensor is refused by name and first
   // bad element, in the conversion's own pass.
   DitWeights weights;
-  for (const auto& [name, shape] : expected) weights.tensors.emplace(name, file.to_finite_float(name, shape));
+  for (const auto& [name, shape] : expected)
+    weights.tensors.emplace(name, read_tensor(file, plan.sources.at(name), shape, config));
   return weights;
 }
 

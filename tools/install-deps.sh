@@ -5,7 +5,8 @@
 set -eu
 packages="cmake ninja-build ccache g++ clang libclang-rt-14-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev
-  libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format bubblewrap"
+  libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format bubblewrap
+  python3-pip python3-torch"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -16,6 +17,14 @@ if [ -n "$missing" ]; then
   $sudo apt-get update -q
   # shellcheck disable=SC2086
   $sudo apt-get install -y -q --no-install-recommends $missing
+fi
+
+# tools/convert_checkpoint.py (and its test) needs safetensors beside Debian's torch: Debian 12
+# has no package of it, and its system python3 refuses pip without --break-system-packages
+# (PEP 668). /usr/bin/python3 by name, where python3-torch is, not whichever python3 leads PATH.
+if ! /usr/bin/python3 -c "import safetensors" >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; else sudo=""; fi
+  $sudo /usr/bin/python3 -m pip install -q --break-system-packages "safetensors>=0.3.1"
 fi
 
 # The sm_86 resource check reads cuobjdump's report; a toolkit without cuobjdump (some CUDA
