@@ -2,6 +2,9 @@
 #
 #   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
 #                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
+#     quality.<set>.baseline          dit-quality baseline --if-missing: records the set's baseline
+#                                     when none is (a plain ctest run), else says where it is;
+#                                     FIXTURES_SETUP quality.<set>.baseline; labels `quality;judge`
 #     quality.<set>.render            dit-quality-render renders the candidate's outputs into
 #                                     $DIT_OUTPUT_DIR/quality/<set>/render (no golden path given);
 #                                     FIXTURES_SETUP quality.<set>; labels `quality`
@@ -15,7 +18,7 @@
 #   where they read the render from $DIT_OUTPUT_DIR/quality/<set>/render, the goldens from
 #   $DIT_BASELINE_DIR (default DIT_QUALITY_BASELINE_DIR), the classification from
 #   $DIT_CLASSIFICATION (default exact), write gate reports to
-#   $DIT_JUDGE_DIR/quality/gates/<test name>.json, and skip (77) until a baseline is recorded.
+#   $DIT_JUDGE_DIR/quality/gates/<test name>.json; a missing baseline or missing floors is an error (2).
 #   With DIT_OUTPUT_DIR or DIT_JUDGE_DIR unset (a plain `ctest`), DIT_QUALITY_RUN_DIR stands in
 #   for it: the render goes to and is read from <run dir>/<set>/render, reports to <run dir>/gates/.
 #   ENVIRONMENT applies to the render test (the CPU set pins OpenMP to one thread, so a
@@ -80,6 +83,17 @@ function(dit_add_gate)
   if(arg_RENDER_TIMEOUT)
     set_tests_properties(${render_test} PROPERTIES TIMEOUT ${arg_RENDER_TIMEOUT})
   endif()
+  # The baseline, when none is recorded: a plain `ctest --preset` run records it first from this
+  # build's engine and says so. It carries `judge`, so dit-ar's candidate stage never runs it;
+  # in the judge stage (DIT_JUDGE_DIR set) a missing baseline is an error instead.
+  set(baseline_test quality.${arg_SET}.baseline)
+  add_test(NAME ${baseline_test} COMMAND dit-quality baseline --gate-sets "${DIT_QUALITY_GATE_SETS}" --set ${arg_SET} --if-missing
+    --renderer $<TARGET_FILE:dit-quality-render> --default-baseline-dir "${DIT_QUALITY_BASELINE_DIR}")
+  set_tests_properties(${baseline_test} PROPERTIES FIXTURES_SETUP quality.${arg_SET}.baseline
+    LABELS "quality;judge" SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+  if(arg_RENDER_TIMEOUT)
+    set_tests_properties(${baseline_test} PROPERTIES TIMEOUT ${arg_RENDER_TIMEOUT})
+  endif()
   set(gate_tests "")
   math(EXPR last_metric "${metric_count} - 1")
   foreach(index RANGE ${last_metric})
@@ -99,14 +113,15 @@ function(dit_add_gate)
       list(APPEND gate_tests quality.${arg_SET}.critical.${case_id})
     endforeach()
   endif()
-  set_tests_properties(${gate_tests} PROPERTIES FIXTURES_REQUIRED quality.${arg_SET} SKIP_RETURN_CODE 77)
+  set_tests_properties(${gate_tests} PROPERTIES FIXTURES_REQUIRED "quality.${arg_SET};quality.${arg_SET}.baseline"
+    SKIP_RETURN_CODE 77)
   if(arg_GPU)
-    foreach(test_name IN LISTS render_test gate_tests)
+    foreach(test_name IN LISTS render_test baseline_test gate_tests)
       _dit_mark_gpu_test(${test_name})
     endforeach()
   endif()
   list(LENGTH gate_tests gate_count)
-  math(EXPR test_count "${gate_count} + 1")
+  math(EXPR test_count "${gate_count} + 2")
   # How many tests this set adds (the end-to-end check asserts that many ran).
   set_property(GLOBAL PROPERTY DIT_QUALITY_TEST_COUNT_${arg_SET} ${test_count})
 endfunction()

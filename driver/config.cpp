@@ -127,7 +127,7 @@ Direction parse_direction(const std::string& text, const std::string& where) {
 Objective parse_objective(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
                       {"benchmark", "arguments", "name", "metric", "unit", "direction", "output_tolerance",
-                       "max_untimed_growth_seconds"});
+                       "exact_output_tolerance", "max_untimed_growth_seconds"});
   Objective objective;
   objective.benchmark = checked_repository_path(read_string(object, "benchmark", where), where + ".benchmark");
   objective.arguments = read_strings(object, "arguments", where, false);
@@ -138,6 +138,8 @@ Objective parse_objective(const json& object, const std::string& where) {
   if (!units.count(objective.unit)) fail(where + ".unit", "'" + objective.unit + "' is not one of ns, us, ms, s");
   objective.direction = parse_direction(read_string(object, "direction", where, "lower"), where + ".direction");
   objective.output_tolerance = read_number(object, "output_tolerance", where, objective.output_tolerance, 0.0);
+  objective.exact_output_tolerance =
+      read_number(object, "exact_output_tolerance", where, objective.exact_output_tolerance, 0.0);
   objective.max_untimed_growth_seconds =
       read_number(object, "max_untimed_growth_seconds", where, objective.max_untimed_growth_seconds, 0.0);
   return objective;
@@ -184,7 +186,7 @@ Lane lane_from_json(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
                       {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
                        "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
-                       "guardrails", "mode", "record_baseline_commands"});
+                       "guardrails", "mode", "record_baseline_commands", "refused_classifications"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -207,6 +209,16 @@ Lane lane_from_json(const json& object, const std::string& where) {
   }
   if (const json* commands = find(object, "record_baseline_commands"))
     lane.record_baseline_commands = parse_commands(*commands, where + ".record_baseline_commands");
+  if (const json* refused = find(object, "refused_classifications")) {
+    const std::string at = where + ".refused_classifications";
+    if (!refused->is_object()) fail(at, "must map classifications to the reason each is refused");
+    static const std::set<std::string> known{"exact", "numerical", "approximate", "quantization"};
+    for (const auto& [name, reason] : refused->items()) {
+      if (!known.count(name)) fail(at + "." + name, "is not exact, numerical, approximate or quantization");
+      if (!reason.is_string() || reason.get<std::string>().empty()) fail(at + "." + name, "must be a non-empty reason");
+      lane.refused_classifications[name] = reason.get<std::string>();
+    }
+  }
   return lane;
 }
 
@@ -327,6 +339,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"unit", lane.objective.unit},
         {"direction", to_string(lane.objective.direction)},
         {"output_tolerance", lane.objective.output_tolerance},
+        {"exact_output_tolerance", lane.objective.exact_output_tolerance},
         {"max_untimed_growth_seconds", lane.objective.max_untimed_growth_seconds}}},
       {"min_improvement_percent", effective_min_improvement_percent},
       {"max_min_improvement_percent", lane.max_min_improvement_percent},
@@ -339,6 +352,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"p95_counter", lane.guardrails.p95_counter},
         {"peak_memory_counter", lane.guardrails.peak_memory_counter}}},
       {"record_baseline_commands", lane.record_baseline_commands},
+      {"refused_classifications", lane.refused_classifications},
   };
 }
 

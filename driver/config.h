@@ -29,6 +29,11 @@ struct Objective {
   // under the `exact` classification, otherwise each safetensors tensor's relative L2 distance
   // to the best's must be at most this.
   double output_tolerance = 1e-2;
+  // Under `exact`: 0 (the default) asks for byte-identical files; above 0, each tensor's relative
+  // L2 to the best's must be at most this, for lanes where an exact restatement (another GEMM
+  // algorithm, split-K, another attention form) moves bytes by rounding: set it to the lane's
+  // calibrated latent floor (quality/contract.json).
+  double exact_output_tolerance = 0.0;
   // The most the untimed part of a benchmark process (wall time less the timed total) may grow
   // against the best's, in seconds, on top of 10% of the best's (median over the rounds).
   double max_untimed_growth_seconds = 0.5;
@@ -65,6 +70,9 @@ struct Lane {
   // instead of the config's record_baseline_commands (a lane gated by one gate set records
   // that set only).
   std::vector<std::vector<std::string>> record_baseline_commands;
+  // Classifications this lane cannot judge, each with the reason `dit-ar experiment` gives when
+  // it refuses one (exit 2, before anything runs): e.g. approximate on seeded random weights.
+  std::map<std::string, std::string> refused_classifications;
 };
 
 // Wall-clock limits per stage, in seconds. A stage that runs past its limit has its whole

@@ -7,6 +7,7 @@
 #include "driver/sandbox.h"
 
 #include "driver/environment_capture.h"
+#include "core/error.h"
 #include "core/files.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
@@ -23,6 +24,54 @@ std::string describe_tool(const nlohmann::json& tool) {
 }
 
 std::string describe_version(const nlohmann::json& version) { return version.is_null() ? "not found" : version.dump(); }
+
+// The gate set a lane's baseline records (the value after --set in its record_baseline_commands),
+// or empty when it records every set of the build.
+std::string lane_gate_set(const Lane& lane) {
+  for (const auto& command : lane.record_baseline_commands) {
+    for (std::size_t i = 0; i + 1 < command.size(); ++i) {
+      if (command[i] == "--set") return command[i + 1];
+    }
+  }
+  return "";
+}
+
+// Whether the quality contract holds floors for each lane's gate set on this machine's device
+// ("cpu" for the CPU lanes, the first GPU's name for the others): a gate set without them
+// refuses, naming the calibration (quality/README.md, "Calibration").
+void report_floors(const Config& config, const nlohmann::json& document, std::vector<std::string>& warnings) {
+  nlohmann::json contract;
+  try {
+    contract = read_json_file(config.source_dir / config.contract);
+  } catch (const dit::Error& error) {
+    warnings.push_back(std::string("cannot read the quality contract: ") + error.what());
+    return;
+  }
+  const nlohmann::json floors = contract.value("floors", nlohmann::json::object());
+  std::string gpu;
+  for (const auto& device : document["cuda_runtime"].value("devices", nlohmann::json::array())) {
+    gpu = device.value("name", "");
+    break;
+  }
+  for (const auto& [name, lane] : config.lanes) {
+    const std::string set = lane_gate_set(lane);
+    if (set.empty()) continue;
+    const bool on_cpu = name.rfind("cpu", 0) == 0;
+    const std::string device = on_cpu ? "cpu" : gpu;
+    const bool calibrated =
+        !device.empty() && floors.contains(device) && floors[device].is_object() && floors[device].contains(set);
+    std::cout << "  floors     lane " << name << ", gate set " << set << " on " << (device.empty() ? "no GPU" : device)
+              << ": "
+              << (calibrated ? "calibrated (" + floors[device][set].value("calibration", "?") + ")"
+                             : std::string("not calibrated"))
+              << "\n";
+    if (!calibrated && !device.empty())
+      warnings.push_back("lane " + name + ": the contract has no floors for gate set " + set + " on " + device +
+                         ", so its gates refuse; calibrate once: dit-quality-render calibrate --gate-sets " +
+                         (config.source_dir / lane.build_dir / "quality/gate-sets.json").string() + " --set " + set +
+                         " --out quality/calibration/<gpu>-" + set + ".json --write-contract " + config.contract);
+  }
+}
 
 int run_doctor(const CommonOptions& options, const std::string& output) {
   Config config = load_session_config(options);
@@ -82,6 +131,7 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
   }
   const SandboxStatus& sandbox = sandbox_status();
   std::cout << "  sandbox    " << sandbox.description << "\n";
+  report_floors(config, document, capture.warnings);
   if (!sandbox.available)
     capture.warnings.push_back("no sandbox for the candidate's stages (" + sandbox.description +
                                "): experiments run unsandboxed, and their records say so");

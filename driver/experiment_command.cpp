@@ -103,6 +103,13 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   if (!session.contains("baseline")) {
     refuse("no baseline recorded for this session", "dit-ar baseline   (on the unmodified code at init)");
   }
+  if (auto refused = lane.refused_classifications.find(experiment.classification);
+      refused != lane.refused_classifications.end()) {
+    refuse(
+        "lane " + lane.name + " cannot judge a change classified " + experiment.classification + ": " + refused->second,
+        "classify the change by what it does to the arithmetic (program.md); if it is " + experiment.classification +
+            ", judge it on a lane that accepts that class");
+  }
   if (experiment.classification == "quantization" && !context.config.quantization.allowed) {
     refuse("quantization experiments are not allowed in this session (config quantization.allowed is false)",
            "use another classification, or start a session whose config allows quantization");

@@ -461,8 +461,9 @@ std::vector<std::string> benchmark_command(const PerfSide& side, const Lane& lan
 
 OutputRule output_rule(const std::string& classification, const Objective& objective) {
   OutputRule rule;
-  rule.exact = classification == "exact";
-  rule.tolerance = objective.output_tolerance;
+  const bool exact_class = classification == "exact";
+  rule.exact = exact_class && objective.exact_output_tolerance == 0.0;
+  rule.tolerance = exact_class ? objective.exact_output_tolerance : objective.output_tolerance;
   return rule;
 }
 

@@ -21,7 +21,7 @@ using namespace dit::quality;
 void exercise(const Contract& contract, std::string_view text) {
   check(contract.path == "contract.json", "the contract is named by its label");
   check(contract.sha256 == dit::sha256_hex(text), "the contract's sha256 is that of its bytes");
-  check(contract.version == 1, "only version 1 is accepted");
+  check(contract.version == 2, "only version 2 is accepted");
   // Quantization is always judged strictly; the listed classifications are all known names.
   check(contract.strict_for(Classification::quantization), "quantization is strict");
   for (const std::string& name : contract.strict_classifications) {
@@ -49,6 +49,30 @@ void exercise(const Contract& contract, std::string_view text) {
       if (rule.floor) check(rule.within_threshold(*rule.floor, baseline), "a score at the floor passes");
     }
   }
+  // Every calibrated set has a floor for every required metric, each finite, in each class; the
+  // contract with a class's floors keeps the rules above with the floor set.
+  for (const auto& [device, sets] : contract.floors) {
+    for (const auto& [set, floors] : sets) {
+      check(contract.floors_for(device, set) == &floors, "floors are found by device and set");
+      for (const auto* table : {&floors.exact, floors.numerical ? &*floors.numerical : nullptr,
+                                floors.fp32_bound ? &*floors.fp32_bound : nullptr}) {
+        if (!table) continue;
+        for (const auto& [metric, value] : *table) {
+          check(std::isfinite(value), "a floor is finite");
+          check(contract.metrics.count(metric) == 1, "a floor names a metric of the contract");
+        }
+      }
+      for (const std::string& metric : contract.required_metrics) {
+        check(floors.exact.count(metric) == 1, "every required metric has an exact floor");
+        const Contract judged = contract.with_floors(floors.exact);
+        const MetricRule& rule = judged.rule(metric);
+        check(rule.floor && *rule.floor == floors.exact.at(metric), "with_floors sets the class's floor");
+        check(rule.within_threshold(*rule.floor, 0.0) && rule.within_threshold(*rule.floor, 150.0),
+              "a score at the floor passes");
+      }
+    }
+  }
+  check(contract.floors_for(std::string("\0none", 5), "cpu") == nullptr, "an unlisted device has no floors");
   for (const auto& [corpus, ids] : contract.critical_cases) {
     check(&contract.critical_cases_of(corpus) == &ids, "critical cases are found by corpus name");
   }

@@ -17,10 +17,16 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kTopLevelFields = {
-    "about",          "version",    "strict_zero_regression", "strict_classifications", "required_metrics", "metrics",
-    "critical_cases", "calibration"};
-const std::set<std::string> kRuleFields = {"direction", "allowed_regression", "floor", "about"};
+const std::set<std::string> kTopLevelFields = {"about",
+                                               "version",
+                                               "strict_zero_regression",
+                                               "strict_classifications",
+                                               "required_metrics",
+                                               "metrics",
+                                               "critical_cases",
+                                               "calibration",
+                                               "floors"};
+const std::set<std::string> kRuleFields = {"direction", "allowed_regression", "about"};
 
 [[noreturn]] void malformed(const std::string& label, const std::string& problem) {
   throw Error(ErrorKind::invalid_file, label + ": " + problem);
@@ -49,6 +55,8 @@ MetricRule parse_rule(const std::string& name, const json& object, const std::st
   const std::string where = "metrics." + name;
   if (!object.is_object()) malformed(label, where + " must be an object");
   for (const auto& [key, value] : object.items()) {
+    if (key == "floor")
+      malformed(label, where + ".floor: floors are per device and gate set since version 2 (floors.<device>.<set>)");
     if (!kRuleFields.count(key)) malformed(label, where + ": unknown field \"" + key + "\"");
   }
   MetricRule rule;
@@ -68,12 +76,6 @@ MetricRule parse_rule(const std::string& name, const json& object, const std::st
     malformed(label, where + ".allowed_regression must be {\"absolute\": x, \"relative\": y}");
   rule.allowed_absolute = non_negative_number(allowed.at("absolute"), label, where + ".allowed_regression.absolute");
   rule.allowed_relative = non_negative_number(allowed.at("relative"), label, where + ".allowed_regression.relative");
-  if (object.contains("floor") && !object.at("floor").is_null()) {
-    const json& floor = object.at("floor");
-    if (!floor.is_number() || !std::isfinite(floor.get<double>()))
-      malformed(label, where + ".floor must be a finite number or null");
-    rule.floor = floor.get<double>();
-  }
   return rule;
 }
 
@@ -134,6 +136,22 @@ const MetricRule& Contract::rule(const std::string& metric) const {
   return found->second;
 }
 
+const SetFloors* Contract::floors_for(const std::string& device, const std::string& set) const {
+  auto on_device = floors.find(device);
+  if (on_device == floors.end()) return nullptr;
+  auto found = on_device->second.find(set);
+  return found == on_device->second.end() ? nullptr : &found->second;
+}
+
+Contract Contract::with_floors(const std::map<std::string, double>& values) const {
+  Contract out = *this;
+  for (auto& [name, rule] : out.metrics) {
+    auto found = values.find(name);
+    rule.floor = found == values.end() ? std::nullopt : std::optional<double>(found->second);
+  }
+  return out;
+}
+
 const std::vector<std::string>& Contract::critical_cases_of(const std::string& corpus_name) const {
   auto found = critical_cases.find(corpus_name);
   if (found == critical_cases.end())
@@ -153,13 +171,15 @@ Contract parse_contract(std::string_view text, const std::string& label) {
     if (!kTopLevelFields.count(key)) malformed(label, "unknown field \"" + key + "\"");
   }
   for (const char* key : {"version", "strict_zero_regression", "strict_classifications", "required_metrics", "metrics",
-                          "critical_cases"}) {
+                          "critical_cases", "floors"}) {
     if (!root.contains(key)) malformed(label, std::string("missing field \"") + key + "\"");
   }
   Contract contract;
   contract.path = label;
   contract.sha256 = sha256_hex(text);
-  if (root.at("version") != 1) malformed(label, "version must be 1");
+  if (root.at("version") != 2)
+    malformed(label,
+              "version must be 2 (version 1 held one floor per metric; version 2 holds them per device and set)");
   if (!root.at("strict_zero_regression").is_boolean()) malformed(label, "strict_zero_regression must be true or false");
   contract.strict_zero_regression = root.at("strict_zero_regression").get<bool>();
 
@@ -188,6 +208,26 @@ Contract parse_contract(std::string_view text, const std::string& label) {
   if (!critical.is_object()) malformed(label, "critical_cases must map corpus file names to arrays of case ids");
   for (const auto& [corpus_name, ids] : critical.items()) {
     contract.critical_cases[corpus_name] = string_list(ids, label, "critical_cases." + corpus_name);
+  }
+  contract.floors = parse_floors(root.at("floors"), label);
+  for (const auto& [device, sets] : contract.floors) {
+    for (const auto& [set, floors] : sets) {
+      const std::string where = "floors." + device + "." + set;
+      for (const std::string& name : contract.required_metrics) {
+        if (!floors.exact.count(name))
+          malformed(label, where + ".exact has no floor for required metric \"" + name + "\"");
+        if (floors.numerical && !floors.numerical->count(name))
+          malformed(label, where + ".numerical has no floor for required metric \"" + name + "\"");
+      }
+      for (const auto* table : {&floors.exact, floors.numerical ? &*floors.numerical : nullptr,
+                                floors.fp32_bound ? &*floors.fp32_bound : nullptr}) {
+        if (!table) continue;
+        for (const auto& [name, value] : *table) {
+          if (!contract.metrics.count(name))
+            malformed(label, where + ": \"" + name + "\" is not a metric of the contract");
+        }
+      }
+    }
   }
   return contract;
 }

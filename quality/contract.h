@@ -1,8 +1,8 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
-// The quality contract (quality/contract.json): per metric its direction, the regression
-// allowed against the baseline's own score, and an absolute floor; which classifications are
-// judged with strict zero regression (quantization always); the required metrics; the
-// critical cases of each corpus.
+// The quality contract (quality/contract.json, version 2): per metric its direction and the
+// regression allowed against the baseline's own score; the floors per device, gate set and
+// classification (quality/floors.h); which classifications are judged with strict zero
+// regression (quantization always); the required metrics; the critical cases of each corpus.
 #pragma once
 
 #include <map>
@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "quality/floors.h"
 
 namespace dit::quality {
 
@@ -26,7 +28,8 @@ struct MetricRule {
   double allowed_absolute = 0;  // regression allowed against the baseline's score, in units
   double allowed_relative = 0;  // ... or as a fraction of |baseline score|; the larger wins
   // A score at least this good always passes a non-strict gate: it keeps a baseline that
-  // equals the golden (a perfect score) from turning every margin into zero.
+  // equals the golden (a perfect score) from turning every margin into zero. Not in the
+  // contract's metric rules: set from its floors for one device, set and class (with_floors).
   std::optional<double> floor;
 
   // The worst score that passes a non-strict gate when the baseline scored `baseline`.
@@ -46,6 +49,12 @@ struct Contract {
   std::vector<std::string> required_metrics;
   std::map<std::string, MetricRule> metrics;
   std::map<std::string, std::vector<std::string>> critical_cases;  // corpus file name -> ids
+  FloorTable floors;                                               // device -> set -> floors
+
+  // The floors of `set` on `device`, or null when the contract has none (not calibrated there).
+  const SetFloors* floors_for(const std::string& device, const std::string& set) const;
+  // This contract with every metric's floor taken from `floors` (a metric it lacks has none).
+  Contract with_floors(const std::map<std::string, double>& floors) const;
 
   bool strict_for(Classification classification) const;
   bool requires_metric(std::string_view metric) const;

@@ -36,13 +36,16 @@ std::string string_field(const json& object, const char* key, const std::string&
 std::map<std::string, std::string> hash_baseline_files(const BaselinePaths& paths) {
   std::map<std::string, std::string> hashes;
   const fs::path root(paths.root);
-  if (fs::is_directory(paths.golden())) {
-    for (const auto& entry : fs::recursive_directory_iterator(paths.golden())) {
+  for (const std::string& folder : {paths.golden(), paths.reference()}) {
+    if (!fs::is_directory(folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
       if (entry.is_regular_file())
         hashes[fs::relative(entry.path(), root).generic_string()] = sha256_file(entry.path().string());
     }
   }
-  if (fs::is_regular_file(paths.scores())) hashes["scores.json"] = sha256_file(paths.scores());
+  for (const std::string& file : {paths.scores(), paths.reference_scores()}) {
+    if (fs::is_regular_file(file)) hashes[fs::path(file).filename().string()] = sha256_file(file);
+  }
   return hashes;
 }
 

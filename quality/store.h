@@ -2,8 +2,10 @@
 // Where renders and baselines live, and their manifests.
 //   render directory:  render.json, <id>.latent.safetensors, <id>.png   (what `render` writes)
 //   recorded baseline: <baseline dir>/quality/<set>/MANIFEST.json (sha256 of every file below),
-//                      golden/ (a render directory: the baseline commit's fp32 outputs),
-//                      scores.json (the baseline's own scores against the golden)
+//                      golden/ (a render directory: the baseline commit's outputs at the set's
+//                      precision), scores.json (the baseline's own scores against the golden);
+//                      for a 16-bit set also reference/ (the same corpus rendered at fp32: the
+//                      fp32 golden) and reference_scores.json (the golden against it)
 #pragma once
 
 #include <map>
@@ -28,7 +30,7 @@ struct RenderRecord {
   // Of the raw output bytes (output_hash in render.h): what bench_e2e reports for the same
   // case, so a timed run can be checked against the judged one.
   std::string output_sha256;
-  bool deterministic = false;  // a second render in the same process gave identical bytes
+  bool deterministic = false;  // a second render, in a fresh process, gave identical bytes
   double seconds = 0;          // wall time of the first render
 };
 
@@ -62,12 +64,15 @@ struct BaselinePaths {
   std::string manifest() const { return root + "/MANIFEST.json"; }
   std::string golden() const { return root + "/golden"; }
   std::string scores() const { return root + "/scores.json"; }
+  std::string reference() const { return root + "/reference"; }
+  std::string reference_scores() const { return root + "/reference_scores.json"; }
 };
 BaselinePaths baseline_paths(const std::string& baseline_dir, const std::string& set);
 bool baseline_recorded(const BaselinePaths& paths);
 
-// Hashes every file under golden/ and scores.json into MANIFEST.json, with the corpus and
-// contract hashes they were recorded against. Refuses (dit::Error) to overwrite a manifest.
+// Hashes every file under golden/ and reference/, and scores.json and reference_scores.json,
+// into MANIFEST.json, with the corpus and contract hashes they were recorded against. Refuses
+// (dit::Error) to overwrite a manifest.
 void write_baseline_manifest(const BaselinePaths& paths, const std::string& set, const Corpus& corpus,
                              const Contract& contract, const RenderManifest& golden);
 // What is wrong with a recorded baseline (empty: intact and made for this corpus and contract):

@@ -158,6 +158,34 @@ TEST(Config, NamesTheFieldThatIsWrong) {
   document = minimal_config();
   document["default_lane"] = "missing";
   EXPECT_NE(config_error(document).find("'missing' is not one of the lanes"), std::string::npos);
+
+  document = minimal_config();
+  document["lanes"]["l"]["refused_classifications"] = {{"fast", "why"}};
+  EXPECT_NE(config_error(document).find("cfg.json.lanes.l.refused_classifications.fast: is not exact"),
+            std::string::npos);
+  document["lanes"]["l"]["refused_classifications"] = {{"approximate", ""}};
+  EXPECT_NE(config_error(document).find("refused_classifications.approximate: must be a non-empty reason"),
+            std::string::npos);
+  document["lanes"]["l"]["objective"]["exact_output_tolerance"] = -1;
+  EXPECT_NE(config_error(document).find("exact_output_tolerance: must be at least"), std::string::npos);
+}
+
+TEST(Config, ALaneNamesTheClassesItRefusesAndWhy) {
+  nlohmann::json document = minimal_config();
+  EXPECT_TRUE(parse_config(document, "cfg.json", "/repo").lane("l").refused_classifications.empty());
+  document["lanes"]["l"]["refused_classifications"] = {{"approximate", "seeded random weights"}};
+  const Lane lane = parse_config(document, "cfg.json", "/repo").lane("l");
+  EXPECT_EQ(lane.refused_classifications.at("approximate"), "seeded random weights");
+  EXPECT_EQ(lane_to_json(lane, 1.0)["refused_classifications"]["approximate"], "seeded random weights");
+}
+
+TEST(Config, TheProjectConfigRefusesWhatEachLaneCannotJudge) {
+  const Config config = load_config(DIT_SOURCE_DIR "/config/autoresearch.json", DIT_SOURCE_DIR);
+  for (const auto& [name, lane] : config.lanes) {
+    EXPECT_TRUE(lane.refused_classifications.count("approximate")) << name << ": no lane has a trained checkpoint";
+    const bool sixteen_bit = name.find("fp16") != std::string::npos || name.find("bf16") != std::string::npos;
+    EXPECT_EQ(lane.refused_classifications.count("quantization"), sixteen_bit ? 0u : 1u) << name;
+  }
 }
 
 TEST(Config, PathWithinMatchesWholeComponents) {

@@ -289,6 +289,13 @@ TEST(TimedOutputs, RuleFollowsTheClassification) {
   }
   EXPECT_DOUBLE_EQ(Objective{}.output_tolerance, 1e-2);
   EXPECT_DOUBLE_EQ(Objective{}.max_untimed_growth_seconds, 0.5);
+  // exact: byte-identical unless the lane allows an exact restatement's rounding.
+  EXPECT_DOUBLE_EQ(Objective{}.exact_output_tolerance, 0.0);
+  objective.exact_output_tolerance = 2e-5;
+  const OutputRule exact = output_rule("exact", objective);
+  EXPECT_FALSE(exact.exact);
+  EXPECT_DOUBLE_EQ(exact.tolerance, 2e-5);
+  EXPECT_DOUBLE_EQ(output_rule("numerical", objective).tolerance, 0.05);
 }
 
 TEST(TimedOutputs, RelativeL2) {

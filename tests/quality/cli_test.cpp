@@ -13,6 +13,9 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -119,14 +122,80 @@ TEST_F(Cli, CriticalCasesThatDisagreeWithTheCorpusExitTwo) {
   EXPECT_NE(result.output.find("is not flagged \"critical\": true"), std::string::npos) << result.output;
 }
 
-TEST_F(Cli, AGateWithoutABaselineSkipsAndSaysHowToRecordOne) {
+TEST_F(Cli, AGateWithoutABaselineIsAnErrorNamingWhoRecordsIt) {
   const Result result =
       run("gate --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
           " --set cpu --metric image_psnr --run-dir " + dir_ + "/run --baseline-dir " + dir_ + "/no-baseline");
-  EXPECT_EQ(result.exit_code, 77) << result.output;
-  EXPECT_NE(result.output.find("SKIP: no baseline recorded"), std::string::npos) << result.output;
-  EXPECT_NE(result.output.find("dit-quality baseline"), std::string::npos) << result.output;
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("no baseline recorded at " + dir_ + "/no-baseline/quality/cpu"), std::string::npos)
+      << result.output;
+  EXPECT_NE(result.output.find("quality.cpu.baseline fixture"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("dit-ar baseline"), std::string::npos) << result.output;
   EXPECT_TRUE(fs::exists(dir_ + "/run/gates/quality.cpu.image_psnr.json"));
+}
+
+// What a set cannot judge is refused before anything is scored, each with its reason, exit 2.
+TEST_F(Cli, AGateRefusesAClassOrADeviceItHasNoFloorsFor) {
+  const std::string gate = "gate --corpus " + real("cases_cpu.jsonl") + " --set cpu --metric image_psnr --run-dir " +
+                           dir_ + "/run --baseline-dir " + dir_ + "/b --contract ";
+  struct Refusal {
+    std::string classification, expected;
+  };
+  for (const Refusal& refusal : std::vector<Refusal>{
+           {"numerical", "has no numerical floors"},
+           {"approximate", "renders seeded random weights"},
+           {"quantization", "has no fp32 golden to judge against"},
+       }) {
+    const Result result = run(gate + real("contract.json") + " --classification " + refusal.classification);
+    EXPECT_EQ(result.exit_code, 2) << refusal.classification << ": " << result.output;
+    EXPECT_NE(result.output.find(refusal.expected), std::string::npos) << result.output;
+  }
+  // A contract with no floors for this device names the command that calibrates them.
+  std::ifstream in(real("contract.json"));
+  nlohmann::json contract = nlohmann::json::parse(in);
+  contract["floors"].erase("cpu");
+  const Result result = run(gate + write("contract.json", contract.dump(2)));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("has no floors for gate set cpu on cpu"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("dit-quality-render calibrate"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("--write-contract"), std::string::npos) << result.output;
+}
+
+// The setup fixture of a plain ctest run records a missing baseline and says so; under dit-ar
+// (DIT_JUDGE_DIR set) a missing baseline is an error and nothing is recorded.
+TEST_F(Cli, BaselineIfMissingRecordsOnceAndNeverUnderTheDriver) {
+  const std::string baseline = "baseline --corpus " + real("cases_cpu.jsonl") + " --contract " + real("contract.json") +
+                               " --set cpu --data-dir " + DIT_TEST_DATA_DIR + " --renderer " +
+                               DIT_QUALITY_RENDER_PROGRAM + " --if-missing --baseline-dir " + dir_ + "/baseline";
+  Result result = run_program(in_environment("DIT_JUDGE_DIR=" + dir_ + "/judge", DIT_QUALITY_PROGRAM), baseline);
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("under dit-ar the baseline is recorded by `dit-ar baseline`"), std::string::npos)
+      << result.output;
+  EXPECT_FALSE(fs::exists(dir_ + "/baseline"));
+  result = run(baseline);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("no baseline of set cpu at " + dir_ + "/baseline/quality/cpu: recording it now"),
+            std::string::npos)
+      << result.output;
+  EXPECT_TRUE(fs::exists(dir_ + "/baseline/quality/cpu/MANIFEST.json"));
+  const std::string manifest = read_text(dir_ + "/baseline/quality/cpu/MANIFEST.json");
+  result = run(baseline);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("the baseline of set cpu is recorded at"), std::string::npos) << result.output;
+  EXPECT_EQ(read_text(dir_ + "/baseline/quality/cpu/MANIFEST.json"), manifest);  // not recorded again
+  // One recorded under another contract is named, not used and not replaced.
+  std::ifstream in(real("contract.json"));
+  nlohmann::json contract = nlohmann::json::parse(in);
+  contract["about"] = "another version";
+  const std::string other = write("contract.json", contract.dump(2));
+  result = run("baseline --corpus " + real("cases_cpu.jsonl") + " --contract " + other + " --set cpu --data-dir " +
+               DIT_TEST_DATA_DIR + " --renderer " + DIT_QUALITY_RENDER_PROGRAM + " --if-missing --baseline-dir " +
+               dir_ + "/baseline");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("recorded under another version of the contract"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("remove " + dir_ + "/baseline/quality/cpu to record it again"), std::string::npos)
+      << result.output;
+  EXPECT_EQ(read_text(dir_ + "/baseline/quality/cpu/MANIFEST.json"), manifest);
 }
 
 TEST_F(Cli, BadGateArgumentsExitTwo) {
@@ -213,22 +282,22 @@ TEST_F(Cli, AGateWritesItsReportUnderTheJudgeDirOrElseTheDefaultRunDir) {
                            " --set cpu --metric image_psnr --default-run-dir " + dir_ +
                            "/default --default-baseline-dir " + dir_ + "/default-baseline";
   // The judge stage: the report goes to $DIT_JUDGE_DIR/quality/gates/<test name>.json, nothing
-  // to DIT_OUTPUT_DIR; without a baseline at $DIT_BASELINE_DIR the gate skips.
+  // to DIT_OUTPUT_DIR; without a baseline at $DIT_BASELINE_DIR the gate is an error.
   Result result = run_program(
       in_environment("DIT_OUTPUT_DIR=" + dir_ + "/outputs DIT_JUDGE_DIR=" + dir_ + "/judge DIT_BASELINE_DIR=" + dir_ +
-                         "/baseline DIT_RUN_DIR=" + dir_ + "/run DIT_CLASSIFICATION=numerical",
+                         "/baseline DIT_RUN_DIR=" + dir_ + "/run DIT_CLASSIFICATION=exact",
                      DIT_QUALITY_PROGRAM),
       gate);
-  EXPECT_EQ(result.exit_code, 77) << result.output;
+  EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("no baseline recorded at " + dir_ + "/baseline/quality/cpu"), std::string::npos)
       << result.output;
   const std::string report = dir_ + "/judge/quality/gates/quality.cpu.image_psnr.json";
   ASSERT_TRUE(fs::exists(report));
-  EXPECT_NE(read_text(report).find("\"numerical\""), std::string::npos) << read_text(report);
+  EXPECT_NE(read_text(report).find("\"exact\""), std::string::npos) << read_text(report);
   for (const char* other : {"/outputs", "/run", "/default"}) EXPECT_FALSE(fs::exists(dir_ + other)) << other;
   // Standalone: no variables, the defaults.
   result = run_program(in_environment("DIT_RUN_DIR=" + dir_ + "/run", DIT_QUALITY_PROGRAM), gate);
-  EXPECT_EQ(result.exit_code, 77) << result.output;
+  EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("no baseline recorded at " + dir_ + "/default-baseline/quality/cpu"), std::string::npos)
       << result.output;
   EXPECT_TRUE(fs::exists(dir_ + "/default/gates/quality.cpu.image_psnr.json"));
@@ -244,8 +313,8 @@ TEST_F(Cli, AGateJudgesTheRenderInTheOutputDir) {
   result =
       run_program(in_environment("DIT_OUTPUT_DIR=" + dir_ + "/outputs", DIT_QUALITY_RENDER_PROGRAM), "render" + set);
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const std::string judge_stage = "DIT_BASELINE_DIR=" + dir_ + "/baseline DIT_JUDGE_DIR=" + dir_ +
-                                  "/judge DIT_CLASSIFICATION=quantization DIT_LANE=cli ";
+  const std::string judge_stage =
+      "DIT_BASELINE_DIR=" + dir_ + "/baseline DIT_JUDGE_DIR=" + dir_ + "/judge DIT_CLASSIFICATION=exact DIT_LANE=cli ";
   const std::string gate =
       "gate" + set + " --critical-case cpu-b-ddpm10-cfg4-c3 --default-run-dir " + dir_ + "/default";
   const std::string report = dir_ + "/judge/quality/gates/quality.cpu.critical.cpu-b-ddpm10-cfg4-c3.json";
@@ -253,7 +322,8 @@ TEST_F(Cli, AGateJudgesTheRenderInTheOutputDir) {
   EXPECT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(read_text(report).find("\"render_dir\": \"" + dir_ + "/outputs/quality/cpu/render\""), std::string::npos)
       << read_text(report);
-  EXPECT_NE(read_text(report).find("\"quantization\""), std::string::npos) << read_text(report);
+  EXPECT_NE(read_text(report).find("\"exact\""), std::string::npos) << read_text(report);
+  EXPECT_NE(read_text(report).find("\"device\": \"cpu\""), std::string::npos) << read_text(report);
   EXPECT_TRUE(fs::exists(dir_ + "/judge/quality/cpu/scores.json"));
   EXPECT_FALSE(fs::exists(dir_ + "/outputs/quality/gates"));
   EXPECT_FALSE(fs::exists(dir_ + "/outputs/quality/cpu/scores.json"));

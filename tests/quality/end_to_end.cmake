@@ -4,13 +4,15 @@
 #   1. the candidate's test stage: the tests labelled `quality` but not `judge` (the render
 #      alone), with DIT_OUTPUT_DIR and no other DIT_* variable; the render must land in
 #      $DIT_OUTPUT_DIR/quality/<set>/render;
-#   2. the judge stage: the tests labelled `judge` (every gate, and nothing else) with
-#      `-FA .*` (the render fixture not run again), DIT_OUTPUT_DIR, DIT_JUDGE_DIR,
-#      DIT_BASELINE_DIR, DIT_CLASSIFICATION and DIT_LANE, under `exact` and under
-#      `quantization`: from the JUnit file every gate ran and passed (none skipped, none failed,
-#      as many as the contract asks for: one per required metric and one per critical case of
-#      this corpus), each wrote its report to $DIT_JUDGE_DIR/quality/gates/<test name>.json, and
-#      none wrote to (or changed anything in) DIT_OUTPUT_DIR;
+#   2. the judge stage: the tests labelled `judge` (every gate and the baseline fixture's test,
+#      which finds the baseline recorded, and nothing else) with `-FA .*` (the render fixture
+#      not run again), DIT_OUTPUT_DIR, DIT_JUDGE_DIR, DIT_BASELINE_DIR, DIT_CLASSIFICATION and
+#      DIT_LANE, under `exact`: from the JUnit file every gate ran and passed (none skipped, none
+#      failed, as many as the contract asks for: one per required metric and one per critical
+#      case of this corpus), each wrote its report to $DIT_JUDGE_DIR/quality/gates/<test
+#      name>.json, and none wrote to (or changed anything in) DIT_OUTPUT_DIR; under
+#      `numerical`, `approximate` and `quantization`, which this set has no floors or fp32
+#      golden for, every gate fails and its report says why;
 #   3. every gate fails against an empty DIT_OUTPUT_DIR (no candidate render), and once a golden
 #      file is changed.
 # Inputs (-D): PROGRAM, RENDERER, GATE_SETS, SET, CONTRACT, CORPUS_NAME, BUILD_DIR, CTEST, WORK_DIR.
@@ -24,6 +26,7 @@ file(READ "${CONTRACT}" contract_text)
 string(JSON metric_count LENGTH "${contract_text}" required_metrics)
 string(JSON critical_count LENGTH "${contract_text}" critical_cases "${CORPUS_NAME}")
 math(EXPR expected_gates "${metric_count} + ${critical_count}")
+math(EXPR expected_judge_tests "${expected_gates} + 1")  # and quality.<set>.baseline
 
 # Every child starts from no DIT_* variable of ours, as the driver's children do.
 set(clean_environment "${CMAKE_COMMAND}" -E env --unset=DIT_RUN_DIR --unset=DIT_OUTPUT_DIR --unset=DIT_JUDGE_DIR
@@ -98,26 +101,30 @@ function(run_judge_stage name classification outputs_dir)
   list(LENGTH reports report_count)
   message(STATUS "${name} (${classification}): ${run_tests} tests, ${run_failures} failed, ${run_skipped} skipped, "
                  "${run_disabled} disabled, ${report_count} gate reports (expected ${expected_gates})")
-  if(NOT run_tests EQUAL expected_gates OR NOT run_skipped EQUAL 0 OR NOT run_disabled EQUAL 0
+  if(NOT run_tests EQUAL expected_judge_tests OR NOT run_skipped EQUAL 0 OR NOT run_disabled EQUAL 0
      OR NOT report_count EQUAL expected_gates)
     message("${output}")
     message(FATAL_ERROR "${name}: the judge stage did not run every gate (ctest exit ${status})")
   endif()
   set(passed_reports 0)
+  set(reasons "")
   foreach(report IN LISTS reports)
     file(READ "${report}" report_text)
     string(JSON passed GET "${report_text}" passed)
     if(passed)
       math(EXPR passed_reports "${passed_reports} + 1")
     endif()
+    string(JSON reason ERROR_VARIABLE no_reason GET "${report_text}" reasons 0)
+    string(APPEND reasons "${reason}\n")
   endforeach()
+  set(judge_reasons "${reasons}" PARENT_SCOPE)
   set(judge_status ${status} PARENT_SCOPE)
   set(judge_failures ${run_failures} PARENT_SCOPE)
   set(judge_passed_reports ${passed_reports} PARENT_SCOPE)
   set(judge_output "${output}" PARENT_SCOPE)
 endfunction()
 
-foreach(classification exact quantization)
+foreach(classification exact)
   run_judge_stage(${classification} ${classification} "${outputs}")
   if(NOT judge_status EQUAL 0 OR NOT judge_failures EQUAL 0 OR NOT judge_passed_reports EQUAL expected_gates)
     message("${judge_output}")
@@ -126,6 +133,22 @@ foreach(classification exact quantization)
   snapshot("${outputs}" outputs_after)
   if(NOT outputs_after STREQUAL outputs_before)
     message(FATAL_ERROR "${classification}: the judge stage changed \$DIT_OUTPUT_DIR")
+  endif()
+endforeach()
+
+# What the CPU set cannot judge: every gate fails, each report saying why.
+foreach(refusal "numerical|has no numerical floors" "approximate|renders seeded random weights"
+                "quantization|has no fp32 golden")
+  string(REPLACE "|" ";" refusal "${refusal}")
+  list(GET refusal 0 classification)
+  list(GET refusal 1 expected)
+  run_judge_stage(${classification} ${classification} "${outputs}")
+  string(REGEX MATCHALL "${expected}" found "${judge_reasons}")
+  list(LENGTH found found_count)
+  if(NOT judge_failures EQUAL expected_gates OR NOT judge_passed_reports EQUAL 0 OR NOT found_count EQUAL expected_gates)
+    message("${judge_output}")
+    message(FATAL_ERROR "${classification}: not every gate refused with \"${expected}\" "
+                        "(${judge_failures} failed, ${found_count} reports say so)")
   endif()
 endforeach()
 

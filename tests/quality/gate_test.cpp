@@ -32,25 +32,33 @@ constexpr const char* kCorpus = R"(# three cases; c is critical
 {"id": "c", "model": "tiny_b", "image_size": 32, "class_label": 3, "seed": 3, "sampler": "ddpm", "steps": 4, "cfg_scale": 4.0, "critical": true}
 )";
 
-// The committed contract's shape, with floors written here so the tests do not move with it.
+// The committed contract's shape, with floors written here so the tests do not move with it
+// (set "test" on the CPU; the gates judge under with_floors() of one class's floors).
 nlohmann::json test_contract() {
-  auto rule = [](const char* direction, double floor) {
-    return nlohmann::json{
-        {"direction", direction}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}, {"floor", floor}};
+  auto rule = [](const char* direction) {
+    return nlohmann::json{{"direction", direction}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
   };
+  const nlohmann::json exact = {{kLatentRelativeL2, 1e-5}, {kImagePsnr, 60}, {kImageSsim, 0.999},
+                                {kMaxAbsPixelError, 2},    {kAllFinite, 1},  {kDeterminism, 1}};
   return {
-      {"version", 1},
+      {"version", 2},
       {"strict_zero_regression", false},
       {"strict_classifications", {"quantization"}},
       {"required_metrics", {kLatentRelativeL2, kImagePsnr, kImageSsim, kMaxAbsPixelError, kAllFinite, kDeterminism}},
       {"metrics",
-       {{kLatentRelativeL2, rule("lower", 1e-5)},
-        {kImagePsnr, rule("higher", 60)},
-        {kImageSsim, rule("higher", 0.999)},
-        {kMaxAbsPixelError, rule("lower", 2)},
-        {kAllFinite, rule("higher", 1)},
-        {kDeterminism, rule("higher", 1)}}},
+       {{kLatentRelativeL2, rule("lower")},
+        {kImagePsnr, rule("higher")},
+        {kImageSsim, rule("higher")},
+        {kMaxAbsPixelError, rule("lower")},
+        {kAllFinite, rule("higher")},
+        {kDeterminism, rule("higher")}}},
+      {"floors", {{"cpu", {{"test", {{"calibration", "none"}, {"margin", "written by the test"}, {"exact", exact}}}}}}},
       {"critical_cases", {{"cases_test.jsonl", {"c"}}}}};
+}
+
+Contract judged_contract(const nlohmann::json& text, const std::string& label) {
+  const Contract parsed = parse_contract(text.dump(), label);
+  return parsed.with_floors(parsed.floors_for("cpu", "test")->exact);
 }
 
 const std::vector<Classification> kAllClassifications = {Classification::exact, Classification::numerical,
@@ -62,7 +70,7 @@ class Gate : public testing::Test {
     root_ = testing::TempDir() + "/quality_gate_test_" + testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(root_);
     corpus_ = parse_corpus(kCorpus, "cases_test.jsonl");
-    contract_ = parse_contract(test_contract().dump(), "contract_test.json");
+    contract_ = judged_contract(test_contract(), "contract_test.json");
     std::mt19937 generator(12345);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     std::uniform_int_distribution<int> level(1, 254);
@@ -209,7 +217,7 @@ TEST_F(Gate, DropInsideTheMarginPassesExactButFailsQuantization) {
   // strict_zero_regression in the contract makes every classification strict.
   nlohmann::json strict = test_contract();
   strict["strict_zero_regression"] = true;
-  const Contract strict_contract = parse_contract(strict.dump(), "strict.json");
+  const Contract strict_contract = judged_contract(strict, "strict.json");
   EXPECT_FALSE(gate_metric(GateInputs{strict_contract, corpus_.ids(), baseline_, scores, Classification::exact},
                            kLatentRelativeL2, "g")
                    .passed);
@@ -219,7 +227,8 @@ TEST_F(Gate, AMissingMetricFails) {
   nlohmann::json with_fid = test_contract();
   with_fid["required_metrics"].push_back("fid");
   with_fid["metrics"]["fid"] = {{"direction", "lower"}, {"allowed_regression", {{"absolute", 0.5}, {"relative", 0.0}}}};
-  const Contract contract = parse_contract(with_fid.dump(), "fid.json");
+  with_fid["floors"]["cpu"]["test"]["exact"]["fid"] = 0.0;
+  const Contract contract = judged_contract(with_fid, "fid.json");
   const ScoreSet candidate = score_candidate(golden_);
   const GateReport report =
       gate_metric(GateInputs{contract, corpus_.ids(), baseline_, candidate, Classification::exact}, "fid", "g");
@@ -303,8 +312,8 @@ TEST_F(Gate, ARecordedBaselineIsTamperEvidentAndNeverOverwritten) {
   EXPECT_NE(problems[1].find("golden/extra.png was added"), std::string::npos) << problems[1];
 
   nlohmann::json other = test_contract();
-  other["metrics"][kImagePsnr]["floor"] = 50;
-  const Contract other_contract = parse_contract(other.dump(), "other.json");
+  other["floors"]["cpu"]["test"]["exact"][kImagePsnr] = 50;
+  const Contract other_contract = judged_contract(other, "other.json");
   const std::vector<std::string> contract_problems = verify_baseline(here, corpus_, other_contract);
   EXPECT_NE(contract_problems.at(0).find("another version of the contract"), std::string::npos);
 }
