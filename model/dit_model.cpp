@@ -39,6 +39,7 @@ void check_backend(Backend backend, Precision precision) {
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
                                      Precision precision, const EngineOptions& options) {
   check_backend(backend, precision);
+  check_engine_options(backend, precision, config.num_heads > 0 ? config.head_dim() : 0, options);
   switch (backend) {
     case Backend::cpu: return std::make_unique<CpuDitModel>(config, weights);
     case Backend::cuda:

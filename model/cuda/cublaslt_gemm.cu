@@ -14,6 +14,7 @@
 
 #include "kernels/bias_activation.h"
 #include "kernels/cuda_check.h"
+#include "model/engine_options.h"
 
 namespace dit::cuda {
 
@@ -106,11 +107,15 @@ GemmPlanKey GemmRunner::plan_key(const GemmArgs& a) {
 }
 
 std::optional<GemmPlan> GemmRunner::plan_for_current_device(const std::string& setting) {
+  if (gemm_candidate_setting(setting)) return std::nullopt;
   return select_gemm_plan(current_device(), setting, DIT_GEMM_PLAN_DIR);
 }
 
-GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan)
-    : workspace_(workspace), gemm_plan_(std::move(plan)) {
+GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan, std::optional<int> forced_candidate)
+    : workspace_(workspace), gemm_plan_(std::move(plan)), forced_candidate_(forced_candidate) {
+  if (forced_candidate_ && (*forced_candidate_ < 0 || *forced_candidate_ >= kMaxCandidates))
+    throw Error(ErrorKind::invalid_argument, "GemmRunner: forced candidate " + std::to_string(*forced_candidate_) +
+                                                 " is not below " + std::to_string(kMaxCandidates));
   require_aligned(workspace, kPointerAlignment, "GemmRunner", "workspace");
   DIT_CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
@@ -217,11 +222,15 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a, cudaStream_t stream) {
   if (auto found = plans_.find(key); found != plans_.end()) return found->second;
 
   Plan plan = make_descriptors(a);
-  // How many of the heuristic's candidates to ask for: the plan's, or tuning's, else the first.
+  // How many of the heuristic's candidates to ask for: tuning's, the forced one's, the plan's,
+  // else the first.
   GemmTuning& tuning = gemm_tuning();
   const bool tuning_on = tuning.candidates > 0;
-  const GemmPlanChoice* planned = gemm_plan_ ? gemm_plan_->find(plan_key(a)) : nullptr;
-  const int wanted = std::min(kMaxCandidates, tuning_on ? tuning.candidates : planned ? planned->candidate + 1 : 1);
+  const GemmPlanChoice* planned = gemm_plan_ && !forced_candidate_ ? gemm_plan_->find(plan_key(a)) : nullptr;
+  const int wanted = std::min(kMaxCandidates, tuning_on           ? tuning.candidates
+                                              : forced_candidate_ ? *forced_candidate_ + 1
+                                              : planned           ? planned->candidate + 1
+                                                                  : 1);
   // A plain array: nvcc 13's front end fails on a std::vector of this C struct.
   cublasLtMatmulHeuristicResult_t results[kMaxCandidates] = {};
   const int returned = heuristic(plan, a, wanted, results);
@@ -232,6 +241,8 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmArgs& a, cudaStream_t stream) {
       destroy(plan);
       throw;
     }
+  } else if (forced_candidate_) {
+    plan.candidate = std::min(*forced_candidate_, returned - 1);  // the last offered when fewer
   } else if (planned) {
     // The plan's candidate, if the heuristic still offers the algorithm that was measured.
     if (planned->candidate < returned && algo_config(results[planned->candidate].algo) == planned->algo) {

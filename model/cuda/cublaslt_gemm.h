@@ -2,7 +2,9 @@
 // (then GELU-tanh), all row-major, PyTorch weight layout. One plan (descriptors and an algorithm
 // for a fixed workspace) per distinct shape and type, made on first use and reused. The
 // algorithm is the heuristic's first, or the candidate a GEMM plan file names for this shape on
-// this GPU (model/cuda/gemm_plan.h): either way the choice is the same across calls and processes.
+// this GPU (model/cuda/gemm_plan.h), or for every shape one forced candidate (EngineOptions::
+// gemm_plan "candidate:N", a calibration's restatement): either way the choice is the same across
+// calls and processes.
 #pragma once
 
 #include <cublasLt.h>
@@ -59,8 +61,11 @@ class GemmRunner {
   static constexpr size_t kPointerAlignment = 256;      // what cuBLASLt's preference assumes
 
   // `workspace` is device memory of kWorkspaceBytes (from the caller's arena); `plan` the GEMM
-  // plan for this device, if any (select_gemm_plan with current_device()).
-  explicit GemmRunner(void* workspace, std::optional<GemmPlan> plan = std::nullopt);
+  // plan for this device, if any (select_gemm_plan with current_device()); `forced_candidate`,
+  // when set, the heuristic candidate every shape takes instead (the last one offered when the
+  // heuristic offers fewer), the plan ignored.
+  explicit GemmRunner(void* workspace, std::optional<GemmPlan> plan = std::nullopt,
+                      std::optional<int> forced_candidate = std::nullopt);
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
@@ -83,7 +88,8 @@ class GemmRunner {
   static GemmPlanDevice current_device();
   static GemmPlanKey plan_key(const GemmArgs& args);
   // The plan for the running GPU: `setting` as EngineOptions::gemm_plan ("off", a plan file), or
-  // when empty the plan directory built in (DIT_GEMM_PLAN_DIR, model/gemm-plans of the source tree).
+  // when empty the plan directory built in (DIT_GEMM_PLAN_DIR, model/gemm-plans of the source tree);
+  // none for "candidate:N" (gemm_candidate_setting gives N for the constructor).
   static std::optional<GemmPlan> plan_for_current_device(const std::string& setting);
 
  private:
@@ -111,6 +117,7 @@ class GemmRunner {
   std::set<Key> unsupported_;
   bool unfused_epilogues_ = false;
   std::optional<GemmPlan> gemm_plan_;
+  std::optional<int> forced_candidate_;
 };
 
 }  // namespace dit::cuda

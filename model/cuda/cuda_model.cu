@@ -35,6 +35,8 @@
 
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/attention_flash.h"
+#include "kernels/attention_tiled.h"
 #include "kernels/class_embed.h"
 #include "kernels/cuda_check.h"
 #include "kernels/guidance.h"
@@ -172,6 +174,8 @@ class CudaDitModel final : public DitModel {
   void linear(const DeviceLinear& layer, const void* in, DeviceDtype in_dtype, void* out, DeviceDtype out_dtype, int M,
               GemmEpilogue epilogue);
   void mlp_up(const DeviceLinear& layer, int M);
+  // qkv -> attention output in the form EngineOptions::attention chose ("" the kernels' own).
+  void attend(int rows, int T, int H, int hd);
 
   ModelConfig config_;
   Precision precision_;
@@ -184,6 +188,7 @@ class CudaDitModel final : public DitModel {
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
   std::string gemm_plan_setting_;  // EngineOptions::gemm_plan
+  std::string attention_form_;     // EngineOptions::attention, checked against the kernels
   CapturedGraph forward_graph_;    // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
   CapturedGraph step_graph_;       // one step of sample(): the forward pass, then cuda::loop_step
 
@@ -213,8 +218,18 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
       gemm_compute_(precision == Precision::tf32 ? GemmCompute::tf32 : GemmCompute::fp32),
       gelu_epilogue_(precision == Precision::fp16 || precision == Precision::bf16),
       use_graphs_(options.cuda_graphs),
-      gemm_plan_setting_(options.gemm_plan) {
+      gemm_plan_setting_(options.gemm_plan),
+      attention_form_(options.attention) {
   config_.validate();
+  check_engine_options(Backend::cuda, precision_, config_.head_dim(), options);
+  // The table callers choose from (model/engine_options.h) must be the kernels' own.
+  const std::vector<std::string> forms = cuda_attention_forms(precision_, config_.head_dim());
+  const auto listed = [&](const char* form) { return std::find(forms.begin(), forms.end(), form) != forms.end(); };
+  if (listed("flash") != cuda::attention_flash_supported(compute_, config_.head_dim()) ||
+      listed("tiled") != cuda::attention_tiled_supported(compute_, config_.head_dim()))
+    throw Error(ErrorKind::invalid_argument,
+                "cuda_attention_forms (model/engine_options.cpp) disagrees with the "
+                "kernels' attention_flash_supported / attention_tiled_supported");
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0)
@@ -290,7 +305,8 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   sizer.take(adaln_bias_count * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
   gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes),
-                                             cuda::GemmRunner::plan_for_current_device(gemm_plan_setting_));
+                                             cuda::GemmRunner::plan_for_current_device(gemm_plan_setting_),
+                                             gemm_candidate_setting(gemm_plan_setting_));
 
   std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
   auto upload_into = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {
@@ -530,7 +546,7 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
     const DeviceBlock& block = blocks_[i];
     // normed holds LN(h) modulated for this block's attention
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
-    cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+    attend(rows, T, H, hd);
     linear(block.proj, act_.attention, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
     cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 2), NM, chunk_of(i, 3),
                                       chunk_of(i, 4), NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
@@ -545,6 +561,17 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   NvtxRange final_range("final_layer");
   linear(final_linear_, act_.normed, compute_, act_.final_tokens, f32, tokens, GemmEpilogue::bias);
   if (!out_tokens) cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
+}
+
+void CudaDitModel::attend(int rows, int T, int H, int hd) {
+  if (attention_form_ == "flash")
+    cuda::attention_flash(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+  else if (attention_form_ == "tiled")
+    cuda::attention_tiled(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+  else if (attention_form_ == "naive")
+    cuda::attention_naive(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+  else
+    cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
 }
 
 // The first run of a shape goes eagerly (making every GEMM plan, which queries the device); it

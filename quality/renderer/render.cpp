@@ -33,6 +33,10 @@ SampleRequest request_for(const Case& c) {
   throw Error(ErrorKind::invalid_argument, "case " + c.id + " (line " + std::to_string(c.line) + "): " + problem);
 }
 
+std::string tiny_weights_path(const Case& c, const std::string& data_dir) {
+  return data_dir + "/dit_" + c.model + ".weights.safetensors";
+}
+
 }  // namespace
 
 struct Renderer::Loaded {
@@ -45,23 +49,24 @@ struct Renderer::Loaded {
 Renderer::Renderer(RenderSettings settings) : settings_(std::move(settings)) {}
 Renderer::~Renderer() = default;
 
+ModelConfig case_model_config(const Case& c, const std::string& data_dir) {
+  if (!is_tiny_model(c.model)) return model_config(c.model, c.image_size);
+  const std::string path = tiny_weights_path(c, data_dir);
+  const SafetensorsFile file = SafetensorsFile::open(path);
+  auto config = file.metadata().find("config");
+  if (config == file.metadata().end()) case_error(c, path + " has no __metadata__.config");
+  return model_config_from_json(config->second);
+}
+
 Renderer::Loaded& Renderer::load(const Case& c) {
   if (loaded_ && loaded_->key == model_key(c)) return *loaded_;
   loaded_.reset();  // release the previous model's memory before loading the next
   auto loaded = std::make_unique<Loaded>();
   loaded->key = model_key(c);
-  DitWeights weights;
-  if (is_tiny_model(c.model)) {
-    const std::string path = settings_.data_dir + "/dit_" + c.model + ".weights.safetensors";
-    const SafetensorsFile file = SafetensorsFile::open(path);
-    auto config = file.metadata().find("config");
-    if (config == file.metadata().end()) case_error(c, path + " has no __metadata__.config");
-    loaded->config = model_config_from_json(config->second);
-    weights = DitWeights::load(path, loaded->config);
-  } else {
-    loaded->config = model_config(c.model, c.image_size);
-    weights = DitWeights::random(loaded->config, c.weights_seed);
-  }
+  loaded->config = case_model_config(c, settings_.data_dir);
+  DitWeights weights = is_tiny_model(c.model)
+                           ? DitWeights::load(tiny_weights_path(c, settings_.data_dir), loaded->config)
+                           : DitWeights::random(loaded->config, c.weights_seed);
   if (settings_.edit_weights) settings_.edit_weights(weights);
   const VaeConfig vae_config = c.vae == "tiny" ? tiny_vae_config() : sd_vae_config();
   const int upsampling = 1 << (vae_config.block_out_channels.size() - 1);
@@ -105,8 +110,21 @@ RenderedCase Renderer::render_in_batch(const Case& c, int companions, int positi
   return rendered;
 }
 
+namespace {
+
+// The cases grouped by model, so each model is loaded once.
+std::vector<const Case*> in_model_order(const Corpus& corpus) {
+  std::vector<const Case*> order;
+  for (const Case& c : corpus.cases) order.push_back(&c);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const Case* a, const Case* b) { return model_key(*a) < model_key(*b); });
+  return order;
+}
+
+}  // namespace
+
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
-                             const std::string& out_dir) {
+                             const std::string& out_dir, const SecondRender& second_render) {
   std::filesystem::create_directories(out_dir);
   std::error_code ignored;
   std::filesystem::remove(out_dir + "/render.json", ignored);
@@ -116,25 +134,38 @@ RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const
   manifest.corpus_sha256 = corpus.sha256;
   manifest.backend = backend_name(settings.backend);
   manifest.precision = precision_name(settings.precision);
-  Renderer renderer(settings);
-  // Group the cases by model so each model is loaded once; the manifest is keyed by id.
-  std::vector<const Case*> order;
-  for (const Case& c : corpus.cases) order.push_back(&c);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const Case* a, const Case* b) { return model_key(*a) < model_key(*b); });
-  for (const Case* c : order) {
-    const auto start = std::chrono::steady_clock::now();
-    const RenderedCase first = renderer.render(*c);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    RenderRecord record = write_rendered_case(out_dir, c->id, first);
-    record.seconds = seconds;
-    record.deterministic = identical_bytes(first, renderer.render(*c));
-    if (settings.log)
-      *settings.log << c->id << ": " << seconds << " s" << (record.deterministic ? "" : ", NOT deterministic") << "\n";
-    manifest.cases[c->id] = record;
+  {
+    Renderer renderer(settings);
+    for (const Case* c : in_model_order(corpus)) {
+      const auto start = std::chrono::steady_clock::now();
+      const RenderedCase first = renderer.render(*c);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      RenderRecord record = write_rendered_case(out_dir, c->id, first);
+      record.seconds = seconds;
+      if (settings.log) *settings.log << c->id << ": " << seconds << " s\n";
+      manifest.cases[c->id] = record;
+    }
+  }  // the engine released: the second render has the device to itself
+  const std::map<std::string, std::string> second = second_render();
+  for (auto& [id, record] : manifest.cases) {
+    const auto found = second.find(id);
+    record.deterministic = found != second.end() && found->second == record.output_sha256;
+    if (!record.deterministic && settings.log)
+      *settings.log << id << ": NOT deterministic (the second render "
+                    << (found == second.end() ? "has no output" : "gave other bytes") << ")\n";
   }
   save_render_manifest(out_dir, manifest);
   return manifest;
+}
+
+std::map<std::string, std::string> render_output_hashes(const Corpus& corpus, const RenderSettings& settings) {
+  std::map<std::string, std::string> hashes;
+  Renderer renderer(settings);
+  for (const Case* c : in_model_order(corpus)) {
+    const RenderedCase rendered = renderer.render(*c);
+    hashes[c->id] = output_hash(rendered.latent, rendered.image);
+  }
+  return hashes;
 }
 
 }  // namespace dit::quality

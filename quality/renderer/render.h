@@ -49,9 +49,24 @@ class Renderer {
   std::unique_ptr<Loaded> loaded_;
 };
 
-// Renders every case of `corpus` twice (the second render checks determinism) into `out_dir`
-// (created; files of earlier renders replaced) and writes render.json. Throws dit::Error when a case cannot be rendered.
+// The model configuration of a case (a tiny model's from its weights file under `data_dir`).
+ModelConfig case_model_config(const Case& c, const std::string& data_dir);
+
+// Case id -> output_hash of a second render of every case, made independently of the first.
+using SecondRender = std::function<std::map<std::string, std::string>()>;
+
+// Renders every case of `corpus` once into `out_dir` (created; files of earlier renders
+// replaced), releases the engine, then calls `second_render` and writes render.json: a case is
+// deterministic when the second render's hash equals the first's. dit-quality-render passes a
+// second render in a fresh process of its own (main.cpp, --determinism-pass): a new engine and, on
+// the GPU, a new CUDA context, so state that survives inside one process (a cached plan, a
+// captured graph, an uninitialised buffer that happens to repeat) cannot make two renders agree.
+// Throws dit::Error when a case cannot be rendered.
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
-                             const std::string& out_dir);
+                             const std::string& out_dir, const SecondRender& second_render);
+
+// Renders every case once and returns case id -> output_hash, writing no file: the second render
+// of render_corpus, run by dit-quality-render --determinism-pass.
+std::map<std::string, std::string> render_output_hashes(const Corpus& corpus, const RenderSettings& settings);
 
 }  // namespace dit::quality
