@@ -1,4 +1,7 @@
-// Decision rules, in order of precedence: CRASH, DISCARD-QUALITY, DISCARD-PERFORMANCE, KEEP.
+// Decision rules, in order of precedence: REJECTED; CRASH (a stage failed, a test crashed, timed
+// out, was skipped or not run, a judge test wrote no report); DISCARD-QUALITY (a quality test or
+// gate failed, whatever else failed beside it); CRASH (a correctness test failed with the quality
+// intact); DISCARD-PERFORMANCE; KEEP.
 #include "driver/decision.h"
 
 #include <algorithm>
@@ -104,6 +107,7 @@ Decision decide_without_notes(const RunFacts& facts) {
   if (facts.tests.empty()) return crash({"CTest selected no tests"});
 
   std::vector<std::string> crash_reasons;
+  std::vector<std::string> failed_tests;  // correctness tests that ran and failed (unit, kernel)
   std::vector<std::string> quality_failures;
   std::vector<std::string> performance_failures;
   for (const auto& result : facts.tests) {
@@ -120,7 +124,7 @@ Decision decide_without_notes(const RunFacts& facts) {
         else if (result.test.has_label("perf"))
           performance_failures.push_back(test_line(result));
         else
-          crash_reasons.push_back(test_line(result));
+          failed_tests.push_back(test_line(result));
         break;
     }
   }
@@ -143,6 +147,10 @@ Decision decide_without_notes(const RunFacts& facts) {
     crash_reasons.push_back("a perf test failed although the performance gate passed: " + performance_failures.front());
   }
   const std::vector<std::string> failed_gates = gate_failures(facts.gate_reports);
+  // A wrong output that the quality gates measured is DISCARD-QUALITY, with the correctness tests
+  // that failed beside it named; a failed correctness test with the quality intact is a CRASH.
+  const bool quality_failed = !quality_failures.empty() || !failed_gates.empty();
+  if (!quality_failed) crash_reasons.insert(crash_reasons.begin(), failed_tests.begin(), failed_tests.end());
   if (!crash_reasons.empty()) {
     // A CRASH names what else failed too: the quality tests and gates behind a numerical break.
     crash_reasons.insert(crash_reasons.end(), quality_failures.begin(), quality_failures.end());
@@ -155,6 +163,7 @@ Decision decide_without_notes(const RunFacts& facts) {
   if (!quality_failures.empty()) {
     decision.status = Status::discard_quality;
     decision.reasons = quality_failures;
+    for (const auto& failure : failed_tests) decision.reasons.push_back("also failed: " + failure);
     for (const auto& preset : facts.skipped_presets)
       decision.reasons.push_back("not run after the quality failure: test preset " + preset);
     return decision;

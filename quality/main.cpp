@@ -165,7 +165,19 @@ int command_baseline(const SetOptions& o, const Locations& l, const std::string&
       const BaselinePaths paths = baseline_paths(dir, set.name);
       const char* judge = std::getenv("DIT_JUDGE_DIR");
       const bool under_driver = judge && *judge;
+      // Under dit-ar this is a judge test: its report says whether the baseline was there.
+      auto report = [&](bool passed, const std::string& why) {
+        if (!under_driver) return;
+        GateReport r;
+        r.gate = "quality." + set.name + ".baseline";
+        r.passed = passed;
+        r.reasons = {why};
+        r.details = {{"baseline_dir", paths.root}};
+        write_file_atomic(judge_root(l) + "/gates/" + r.gate + ".json", r.to_json().dump(2) + "\n",
+                          ParentFolders::create);
+      };
       if (baseline_recorded(paths)) {
+        report(true, "the baseline is recorded at " + paths.root);
         // Under dit-ar every gate verifies the baseline itself and reports what changed.
         const Inputs inputs = load_inputs(set);
         const std::vector<std::string> stale =
@@ -179,9 +191,12 @@ int command_baseline(const SetOptions& o, const Locations& l, const std::string&
         std::cout << "the baseline of set " << set.name << " is recorded at " << paths.root << "\n";
         continue;
       }
-      if (under_driver)
-        throw SetupError("no baseline of set " + set.name + " at " + paths.root +
-                         ": under dit-ar the baseline is recorded by `dit-ar baseline`, never by a test");
+      if (under_driver) {
+        const std::string why = "no baseline of set " + set.name + " at " + paths.root +
+                                ": under dit-ar the baseline is recorded by `dit-ar baseline`, never by a test";
+        report(false, why);
+        throw SetupError(why);
+      }
       std::cout << "no baseline of set " << set.name << " at " << paths.root
                 << ": recording it now, from this build's engine (the unmodified engine is what it must be)\n";
     }

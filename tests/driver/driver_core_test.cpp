@@ -389,17 +389,24 @@ TEST(Decision, PresetsSkippedAfterAQualityFailureDiscardForQuality) {
   EXPECT_EQ(decide(facts).status, Status::crash);
 }
 
-TEST(Decision, ACrashNamesTheFailedQualityGatesToo) {
-  // A numerical break fails unit tests (CRASH) and gates alike: the reasons name both, the
-  // gates with their measured values and bounds.
+TEST(Decision, AWrongOutputTheGatesMeasuredIsDiscardQualityNamingTheFailedTestsToo) {
+  // A numerical break fails unit tests and gates alike: DISCARD-QUALITY, the reasons naming the
+  // gates with their measured values and bounds, then the correctness tests that failed beside.
   RunFacts facts = passing_run();
   facts.tests[0].outcome = TestOutcome::failed;
   facts.tests[1].outcome = TestOutcome::failed;
   facts.gate_reports[0]["passed"] = false;
   facts.gate_reports[0]["reasons"] = {"psnr_mean 21.3 dB under the floor 40 dB"};
   Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::discard_quality);
+  EXPECT_EQ(decision.reasons,
+            (std::vector<std::string>{"quality_psnr failed", "psnr: psnr_mean 21.3 dB under the floor 40 dB",
+                                      "also failed: unit_a failed"}));
+  // A test that crashed beside it still makes the run a CRASH, which names the gates too.
+  facts.tests[0].outcome = TestOutcome::crashed;
+  decision = decide(facts);
   EXPECT_EQ(decision.status, Status::crash);
-  EXPECT_EQ(decision.reasons, (std::vector<std::string>{"unit_a failed", "quality_psnr failed",
+  EXPECT_EQ(decision.reasons, (std::vector<std::string>{"unit_a crashed", "quality_psnr failed",
                                                         "psnr: psnr_mean 21.3 dB under the floor 40 dB"}));
 }
 

@@ -17,26 +17,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/process_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Result run_program(const std::string& program, const std::string& arguments) {
-  const std::string command = program + " " + arguments + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
+using Result = dit::test::ProcessResult;
+using dit::test::run_program;
 
 Result run(const std::string& arguments) { return run_program(DIT_QUALITY_PROGRAM, arguments); }
 Result render(const std::string& arguments) { return run_program(DIT_QUALITY_RENDER_PROGRAM, arguments); }
@@ -172,6 +160,10 @@ TEST_F(Cli, BaselineIfMissingRecordsOnceAndNeverUnderTheDriver) {
   EXPECT_NE(result.output.find("under dit-ar the baseline is recorded by `dit-ar baseline`"), std::string::npos)
       << result.output;
   EXPECT_FALSE(fs::exists(dir_ + "/baseline"));
+  // Under dit-ar it is a judge test, and its report says why it failed.
+  const std::string judged = read_text(dir_ + "/judge/quality/gates/quality.cpu.baseline.json");
+  EXPECT_NE(judged.find("\"passed\": false"), std::string::npos) << judged;
+  EXPECT_NE(judged.find("never by a test"), std::string::npos) << judged;
   result = run(baseline);
   ASSERT_EQ(result.exit_code, 0) << result.output;
   EXPECT_NE(result.output.find("no baseline of set cpu at " + dir_ + "/baseline/quality/cpu: recording it now"),

@@ -98,6 +98,11 @@ function(run_judge_stage name classification outputs_dir)
     OUTPUT_VARIABLE output ERROR_VARIABLE output RESULT_VARIABLE status)
   read_junit("${junit}" run)
   file(GLOB reports "${judge}/quality/gates/quality.${SET}.*.json")
+  # The baseline fixture's test reports too (it found the baseline): not a gate.
+  list(FILTER reports EXCLUDE REGEX "/quality[.]${SET}[.]baseline[.]json$")
+  if(NOT EXISTS "${judge}/quality/gates/quality.${SET}.baseline.json")
+    message(FATAL_ERROR "${name}: the baseline test wrote no report in the judge stage")
+  endif()
   list(LENGTH reports report_count)
   message(STATUS "${name} (${classification}): ${run_tests} tests, ${run_failures} failed, ${run_skipped} skipped, "
                  "${run_disabled} disabled, ${report_count} gate reports (expected ${expected_gates})")

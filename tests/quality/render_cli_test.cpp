@@ -15,26 +15,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/process_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-};
+using Result = dit::test::ProcessResult;
 
+// The renderer with DIT_OUTPUT_DIR unset and `environment` (VAR=value ...) set.
 Result render(const std::string& environment, const std::string& arguments) {
-  const std::string command =
-      "env -u DIT_OUTPUT_DIR " + environment + " " + DIT_QUALITY_RENDER_PROGRAM + " " + arguments + " 2>&1";
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) result.output.append(buffer, n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return dit::test::run_program("env -u DIT_OUTPUT_DIR " + environment + " " + DIT_QUALITY_RENDER_PROGRAM, arguments);
 }
 
 std::string read_text(const std::string& path) {
