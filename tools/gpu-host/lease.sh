@@ -3,8 +3,8 @@
 # background sequence, so that the whole of it can outlast the host's per-command limit, and
 # follow it from short commands. From the checkout root, after .deps/ and .bundle/ are staged:
 #
-#   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--experiments DIR] [--tag TAG]
-#                                 [--hashes-against REV[,REV...]]
+#   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--session-lane LANE]
+#                                 [--experiments DIR] [--tag TAG] [--hashes-against REV[,REV...]]
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored)
 #   tools/gpu-host/lease.sh wait SECONDS
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
@@ -12,6 +12,11 @@
 #
 # Stages (default: build,record,test,sbs,session,figures), each timed in .lease/stages.tsv:
 #   build     cmake --preset a5500 and a full build
+#   calibrate dit-quality-render calibrate of each GPU gate set (LEASE_CALIBRATE_SETS, default
+#             session,fp16-session,bf16-session,fp16,gpu) with --write-contract: the floors of
+#             this GPU into quality/contract.json, the data into quality/calibration/
+#             <gpu>-<set>.json, both committed in the host's tree ("lease: calibrated ..."), so
+#             the record, test and session stages judge under them; packed as calibration.tgz
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it, JUnit ctest-a5500.xml
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
@@ -20,7 +25,8 @@
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
 #             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
-#             host re-copies at every command) from --session-from, lane a5500-session-256
+#             host re-copies at every command) from --session-from (default: HEAD, the
+#             calibration's commit when that stage ran), lane --session-lane (a5500-session-256)
 #   hashes    output-hashes.sh of the tree's build and of each --hashes-against REV's (a comma
 #             list, each built in a worktree under .lease/), compared by compare-hashes.py: a
 #             change of structure only must leave every render and bench_e2e output identical
@@ -41,6 +47,7 @@ pack() {
   [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
   [ -d "$work/logs" ] && tar -czf "$out/logs.tgz" -C "$work" logs
+  [ -d "$work/calibration" ] && tar -czf "$out/calibration.tgz" -C "$work" calibration
 }
 
 case "${1:-}" in
@@ -67,6 +74,7 @@ esac
 
 stages=build,record,test,sbs,session,figures
 session_from=HEAD
+session_lane=a5500-session-256
 experiments=""
 hashes_against=""
 tag=lease
@@ -74,6 +82,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --stages) stages="$2"; shift 2 ;;
     --session-from) session_from="$2"; shift 2 ;;
+    --session-lane) session_lane="$2"; shift 2 ;;
     --experiments) experiments="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --hashes-against) hashes_against="$2"; shift 2 ;;
@@ -95,6 +104,7 @@ if [ -f .bundle/repo.bundle ]; then
   fi
 fi
 export CCACHE_DISABLE=1
+LEASE_CALIBRATE_SETS=${LEASE_CALIBRATE_SETS:-session,fp16-session,bf16-session,fp16,gpu}
 build=build/a5500
 baseline=$root/$build/quality-baseline
 mkdir -p "$work/logs"
@@ -116,6 +126,26 @@ run_stage() {
 stage_build() {
   { cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)"; } >"$work/logs/build.log" 2>&1 \
     || { tail -40 "$work/logs/build.log"; return 1; }
+}
+
+# The GPU's floors: each set calibrated on this GPU, written into the tree's contract and data
+# files and committed there (the session's clone fetches that commit).
+calibrated_rev=""
+stage_calibrate() {
+  local c=$work/calibration set slug status=0
+  mkdir -p "$c" quality/calibration
+  slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
+  for set in ${LEASE_CALIBRATE_SETS//,/ }; do
+    "$build/quality/dit-quality-render" calibrate --gate-sets "$build/quality/gate-sets.json" --set "$set" \
+      --out "quality/calibration/$slug-$set.json" --write-contract quality/contract.json \
+      --calibration-file "quality/calibration/$slug-$set.json" >"$c/calibrate-$set.log" 2>&1 || status=1
+    tail -6 "$c/calibrate-$set.log"
+  done
+  cp quality/contract.json quality/calibration/*.json "$c/" 2>/dev/null
+  git add quality/contract.json quality/calibration && git -c user.name=lease -c user.email=lease@localhost \
+    commit -q -m "quality: floors calibrated on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    && calibrated_rev=$(git rev-parse HEAD) && echo "lease: calibrated floors committed as $calibrated_rev"
+  return $status
 }
 
 stage_record() {
@@ -204,9 +234,12 @@ stage_session() {
   git -C "$clone" config user.email research-session@localhost
   git -C "$clone" config user.name research-session
   local from
+  if [ -n "$calibrated_rev" ] && [ "$session_from" = HEAD ]; then
+    git -C "$clone" fetch -q "$root" "$calibrated_rev" && session_from=$calibrated_rev
+  fi
   from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
-  (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane a5500-session-256 \
+  (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$session_lane" \
       --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar")
 }
 
