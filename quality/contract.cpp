@@ -180,6 +180,7 @@ Contract parse_contract(std::string_view text, const std::string& label) {
   if (root.at("version") != 2)
     malformed(label,
               "version must be 2 (version 1 held one floor per metric; version 2 holds them per device and set)");
+  contract.version = 2;
   if (!root.at("strict_zero_regression").is_boolean()) malformed(label, "strict_zero_regression must be true or false");
   contract.strict_zero_regression = root.at("strict_zero_regression").get<bool>();
 

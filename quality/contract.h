@@ -43,7 +43,7 @@ struct MetricRule {
 struct Contract {
   std::string path;
   std::string sha256;  // of the file's bytes
-  int version = 1;
+  int version = 2;
   bool strict_zero_regression = false;              // true: every classification is strict
   std::vector<std::string> strict_classifications;  // always holds "quantization"
   std::vector<std::string> required_metrics;

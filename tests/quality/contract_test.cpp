@@ -67,6 +67,7 @@ TEST(Contract, ParsesAValidContract) {
   EXPECT_EQ(contract.floors_for("cpu", "other"), nullptr);
   EXPECT_THROW(contract.critical_cases_of("other.jsonl"), Error);
   EXPECT_EQ(contract.sha256.size(), 64u);
+  EXPECT_EQ(contract.version, 2);
 }
 
 TEST(Contract, QuantizationIsAlwaysStrict) {
