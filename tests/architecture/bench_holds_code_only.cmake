@@ -9,6 +9,7 @@
 #   cmake -DSELF_TEST_DIR=<scratch folder> -P bench_holds_code_only.cmake
 #       plants each case of the table below in a small tree under the scratch folder and fails
 #       unless the checks find exactly what the case planted (and nothing in the clean tree).
+include("${CMAKE_CURRENT_LIST_DIR}/../support/planted_cases.cmake")
 cmake_minimum_required(VERSION 3.20)
 
 # What bench/ may hold: sources, scripts, build files and READMEs.
@@ -114,19 +115,7 @@ if(DEFINED SELF_TEST_DIR)
     bench_problems("${root}" found_bench)
     comment_problems("${root}" found_comments)
     set(found ${found_bench} ${found_comments})
-    list(LENGTH found count)
-    if(expected STREQUAL "")
-      if(count GREATER 0)
-        list(APPEND failures "${name}: expected nothing, found: ${found}")
-      endif()
-    elseif(NOT count EQUAL 1)
-      list(APPEND failures "${name}: expected one problem naming ${expected}, found ${count}: ${found}")
-    else()
-      string(FIND "${found}" "${expected}" at)
-      if(at EQUAL -1)
-        list(APPEND failures "${name}: expected a problem naming ${expected}, found: ${found}")
-      endif()
-    endif()
+    dit_check_planted("${name}" "${expected}" "${found}" failures)
   endforeach()
   if(failures)
     list(JOIN failures "\n  " text)

@@ -9,6 +9,7 @@
 #   cmake -DSELF_TEST_DIR=<scratch folder> -P ci_presets.cmake
 #       breaks small presets and config documents in each way of the table below and fails unless
 #       the checks find exactly the one problem each case planted (and nothing in the clean one).
+include("${CMAKE_CURRENT_LIST_DIR}/../support/planted_cases.cmake")
 cmake_minimum_required(VERSION 3.25)
 
 # Index of the preset NAME in the array KIND of PRESETS, or -1.
@@ -214,19 +215,7 @@ if(DEFINED SELF_TEST_DIR)
     file(WRITE "${SELF_TEST_DIR}/${name}/CMakePresets.json" "${presets}\n")
     file(WRITE "${SELF_TEST_DIR}/${name}/autoresearch.json" "${config}\n")
     preset_problems("${presets}" "${config}" found)
-    list(LENGTH found count)
-    if(expected STREQUAL "")
-      if(count GREATER 0)
-        list(APPEND failures "${name}: expected nothing, found: ${found}")
-      endif()
-    elseif(NOT count EQUAL 1)
-      list(APPEND failures "${name}: expected one problem naming '${expected}', found ${count}: ${found}")
-    else()
-      string(FIND "${found}" "${expected}" at)
-      if(at EQUAL -1)
-        list(APPEND failures "${name}: expected a problem naming '${expected}', found: ${found}")
-      endif()
-    endif()
+    dit_check_planted("${name}" "${expected}" "${found}" failures)
   endforeach()
   if(failures)
     list(JOIN failures "\n  " text)
