@@ -119,9 +119,8 @@ void add_options(CLI::App& app, Options& o) {
 dit::ModelConfig resolve_config(const Options& o) {
   if (o.model_name) return dit::model_config(*o.model_name, o.image_size);
   if (!o.weights_path.empty()) {
-    const dit::SafetensorsFile file = dit::SafetensorsFile::open(o.weights_path);
-    const auto config = file.metadata().find("config");
-    if (config != file.metadata().end()) return dit::model_config_from_json(config->second);
+    // The engine layout's __metadata__.config, or diffusers' config.json beside its file.
+    if (auto config = dit::checkpoint_model_config(o.weights_path)) return *config;
   }
   return dit::model_config("DiT-XL/2", o.image_size);
 }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <string>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "model/weights.h"
+#include "tests/model/diffusers_layout.h"
 #include "tests/support/process_runner.h"
 #include "tests/support/test_support.h"
 
@@ -58,6 +60,43 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
       model->sample(SampleRequest{.class_labels = {3, 7}, .seeds = {40, 41}, .steps = 6, .cfg_scale = 3.0f});
   EXPECT_EQ(latents.shape, expected.shape);
   EXPECT_EQ(latents.data, expected.data);
+}
+
+// diffusers' own layout (transformer/diffusion_pytorch_model.safetensors with its config.json
+// beside it) needs no --model: the same weights give the same latents, bit for bit.
+TEST_F(DitSample, ReadsADiffusersCheckpointWithItsConfigJson) {
+  const std::string engine = test::data_path("dit_tiny_a.weights.safetensors");
+  const ModelConfig config = model_config_from_json(SafetensorsFile::open(engine).metadata().at("config"));
+  std::vector<std::string> unmapped;
+  const auto tensors = test::diffusers_layout(DitWeights::load(engine, config), config, false, unmapped);
+  ASSERT_TRUE(unmapped.empty()) << unmapped.front();
+  const std::filesystem::path folder = out_dir / "transformer";
+  std::filesystem::create_directories(folder);
+  write_safetensors((folder / "diffusion_pytorch_model.safetensors").string(), tensors);
+  const nlohmann::json diffusers_config = {{"_class_name", "DiTTransformer2DModel"},
+                                           {"activation_fn", "gelu-approximate"},
+                                           {"attention_head_dim", config.head_dim()},
+                                           {"in_channels", config.in_channels},
+                                           {"norm_type", "ada_norm_zero"},
+                                           {"num_attention_heads", config.num_heads},
+                                           {"num_embeds_ada_norm", config.num_classes},
+                                           {"num_layers", config.depth},
+                                           {"out_channels", config.out_channels()},
+                                           {"patch_size", config.patch_size},
+                                           {"sample_size", config.input_size}};
+  std::ofstream(folder / "config.json") << diffusers_config.dump();
+  const std::string request = " --class 3 --class 7 --seed 40 --steps 4 --cfg-scale 3 --sampler ddim --vae none --out ";
+  ProcessResult run = run_dit_sample("--weights " + (folder / "diffusion_pytorch_model.safetensors").string() +
+                                     request + (out_dir / "diffusers").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  run = run_dit_sample("--weights " + engine + request + (out_dir / "engine").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const Tensor from_diffusers =
+      SafetensorsFile::open((out_dir / "diffusers/latents.safetensors").string()).to_float("latents");
+  const Tensor from_engine =
+      SafetensorsFile::open((out_dir / "engine/latents.safetensors").string()).to_float("latents");
+  EXPECT_EQ(from_diffusers.shape, from_engine.shape);
+  EXPECT_EQ(from_diffusers.data, from_engine.data);
 }
 
 TEST_F(DitSample, RandomWeightsOfANamedModel) {
