@@ -13,8 +13,10 @@
 // `calibrate --write-contract PATH` writes the proposed floors into the contract at PATH.
 // Exit codes: 0 rendered, 1 a render crashed, 2 bad input or setup, 77 skipped (no GPU for a GPU
 // set without DIT_REQUIRE_GPU=1).
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,8 +216,33 @@ void print_floor_changes(const SetFloors* before, const SetFloors& after) {
   if (!before || before->margin != after.margin) std::cout << "  margin: changed\n";
 }
 
+// Holds an exclusive flock on the folder of `path` while alive, so that calibrations of several
+// gate sets running at once update one contract in turn and none loses another's floors. The
+// folder, not the file: the atomic writer replaces the file by a rename, so a lock on the file's
+// inode would not be seen by a process that opens the new one.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& path) {
+    const std::string folder = std::filesystem::path(path).parent_path().empty()
+                                   ? std::string(".")
+                                   : std::filesystem::path(path).parent_path().string();
+    descriptor_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (descriptor_ < 0 || ::flock(descriptor_, LOCK_EX) != 0)
+      throw SetupError("--write-contract: cannot lock the folder " + folder + ": " + std::strerror(errno));
+  }
+  ~FolderLock() {
+    if (descriptor_ >= 0) ::close(descriptor_);  // closing releases the lock
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  int descriptor_ = -1;
+};
+
 // Writes `floors` for (device, set) into the contract at `path`, which must be a valid contract
-// before and after (exit 2 otherwise, the file untouched).
+// before and after (exit 2 otherwise, the file untouched). The read, the edit and the write happen
+// under a lock of the contract's folder.
 void write_contract_floors(const std::string& path, const std::string& device, const std::string& set,
                            const SetFloors& floors) {
   for (const auto* table : {&floors.exact, floors.numerical ? &*floors.numerical : nullptr,
@@ -226,6 +253,7 @@ void write_contract_floors(const std::string& path, const std::string& device, c
         throw SetupError("--write-contract: the calibration measured no finite floor for " + metric +
                          " (a restatement gave a non-finite score); " + path + " left as it was");
   }
+  const FolderLock lock(path);
   std::string text;
   Contract contract;
   try {

@@ -1,10 +1,15 @@
 // dit-quality-render's own processes: `render` checks determinism with a second render in a fresh
 // process of its own, which writes nothing into the render directory and leaves nothing in TMPDIR;
-// `calibrate --write-contract` writes the proposed floors for (device, set) into a contract and
-// refuses (exit 2) a file that is not one.
+// `calibrate --write-contract` writes the proposed floors for (device, set) into a contract under
+// a lock of its folder (several calibrations may write one at once), and refuses (exit 2) a file
+// that is not one.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +17,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -133,6 +139,35 @@ TEST_F(RenderCli, WriteContractPutsTheProposedFloorsUnderTheDeviceAndSet) {
   ASSERT_EQ(again.exit_code, 0) << again.output;
   EXPECT_NE(again.output.find("changed floors.cpu.tiny in "), std::string::npos) << again.output;
   EXPECT_EQ(again.output.find("exact.latent_relative_l2: "), std::string::npos) << again.output;
+}
+
+// Calibrations of several gate sets at once may write one contract: each read-edit-write holds
+// an exclusive flock of the contract's folder. Held here, it keeps a finished calibration from
+// touching the contract until it is released; then that calibration's floors land beside the rest.
+TEST_F(RenderCli, WriteContractWaitsForTheContractFoldersLock) {
+  const std::string before = read_text(dir_ + "/contract.json");
+  const int folder = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(folder, 0);
+  ASSERT_EQ(::flock(folder, LOCK_EX), 0);
+  Result result{-1, ""};
+  std::thread calibration([&] {
+    result = render("", "calibrate" + set_options() + " --out " + dir_ + "/calibration.json --write-contract " + dir_ +
+                            "/contract.json");
+  });
+  // --out is written just before the contract: from then on the calibration only waits.
+  for (int i = 0; i < 600 && !fs::exists(dir_ + "/calibration.json"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  const bool exists = fs::exists(dir_ + "/calibration.json");
+  const std::string while_locked = read_text(dir_ + "/contract.json");
+  ::close(folder);  // releases the lock
+  calibration.join();
+  ASSERT_TRUE(exists) << result.output;
+  EXPECT_EQ(while_locked, before);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json contract = nlohmann::json::parse(read_text(dir_ + "/contract.json"));
+  EXPECT_TRUE(contract.at("floors").at("cpu").contains("tiny")) << contract.dump(2);
+  EXPECT_TRUE(contract.at("floors").at("cpu").contains("other-set")) << contract.dump(2);
 }
 
 TEST_F(RenderCli, WriteContractRefusesAFileThatIsNotAContract) {

@@ -12,13 +12,14 @@
 #
 # Stages (default: build,record,test,sbs,session,figures), each timed in .lease/stages.tsv:
 #   build     cmake --preset a5500 and a full build
-#   calibrate dit-quality-render calibrate of each GPU gate set (LEASE_CALIBRATE_SETS, default
-#             session,fp16-session,bf16-session,fp16,gpu) with --write-contract: the floors of
+#   calibrate dit-quality-render calibrate of each GPU gate set, all at once (LEASE_CALIBRATE_SETS,
+#             default session,fp16-session,bf16-session,fp16,gpu) with --write-contract: the floors of
 #             this GPU into quality/contract.json, the data into quality/calibration/
 #             <gpu>-<set>.json, both committed in the host's tree ("lease: calibrated ..."), so
 #             the record, test and session stages judge under them; packed as calibration.tgz
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
-#   test      ctest --preset a5500 -j 8 against it, JUnit ctest-a5500.xml
+#   test      ctest --preset a5500 -j 8 against it (without record: a plain run, which records the
+#             baselines itself), JUnit ctest-a5500.xml
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
 #   figures   bench_forward (fp16: 256 b2 and b64, 512 b2), bench_vae, one fp16 image
 #             (bench_e2e), dit_profile (fp16 image; the session
@@ -135,11 +136,18 @@ stage_calibrate() {
   local c=$work/calibration set slug status=0
   mkdir -p "$c" quality/calibration
   slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr 'A-Z ' 'a-z-')
+  # The sets at once: a calibration times nothing, and one set's renders leave most of the GPU
+  # idle; each --write-contract edits the contract under a lock of its folder.
+  local -A pids
   for set in ${LEASE_CALIBRATE_SETS//,/ }; do
     "$build/quality/dit-quality-render" calibrate --gate-sets "$build/quality/gate-sets.json" --set "$set" \
       --out "quality/calibration/$slug-$set.json" --write-contract quality/contract.json \
-      --calibration-file "quality/calibration/$slug-$set.json" >"$c/calibrate-$set.log" 2>&1 || status=1
-    tail -6 "$c/calibrate-$set.log"
+      --calibration-file "quality/calibration/$slug-$set.json" >"$c/calibrate-$set.log" 2>&1 &
+    pids[$set]=$!
+  done
+  for set in ${LEASE_CALIBRATE_SETS//,/ }; do
+    wait "${pids[$set]}" || { status=1; echo "lease: calibration of $set failed"; }
+    echo "-- $set"; tail -6 "$c/calibrate-$set.log"
   done
   cp quality/contract.json quality/calibration/*.json "$c/" 2>/dev/null
   git add quality/contract.json quality/calibration && git -c user.name=lease -c user.email=lease@localhost \
@@ -153,9 +161,12 @@ stage_record() {
     >"$work/logs/record.log" 2>&1 || { tail -20 "$work/logs/record.log"; return 1; }
 }
 
+# Against the record stage's baselines when it ran; else a plain `ctest --preset a5500`, whose
+# setup fixtures record every gate set's baseline first (into .autoresearch/baseline).
 stage_test() {
-  DIT_BASELINE_DIR=$baseline ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" \
-    >"$work/ctest-a5500.log" 2>&1
+  local with=()
+  [[ ,$stages, == *,record,* ]] && with=(env "DIT_BASELINE_DIR=$baseline")
+  "${with[@]}" ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" >"$work/ctest-a5500.log" 2>&1
   local status=$?
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$work/ctest-a5500.log" | tail -20
   return $status
