@@ -97,14 +97,24 @@ endif()
 
 run_step("build the consumer" ignored "${CMAKE_COMMAND}" --build "${consumer_build}" --parallel 2)
 # No include path of the consumer's compile may lead into the source tree (the scratch folder may
-# lie inside it, in the build tree).
+# lie inside it, in the build tree; so may a dependency prefix of $CMAKE_PREFIX_PATH, such as a
+# GPU host's staged .deps/).
 file(READ "${consumer_build}/compile_commands.json" commands)
 string(REGEX MATCHALL "(-I|-isystem )[^ \"]+" include_flags "${commands}")
+string(REPLACE ":" ";" dependency_prefixes "$ENV{CMAKE_PREFIX_PATH}")
 foreach(flag IN LISTS include_flags)
   string(REGEX REPLACE "^(-I|-isystem )" "" path "${flag}")
   string(FIND "${path}/" "${SOURCE_DIR}/" in_source)
   string(FIND "${path}/" "${WORK_DIR}/" in_work)
-  if(in_source EQUAL 0 AND NOT in_work EQUAL 0)
+  set(in_dependency FALSE)
+  foreach(prefix IN LISTS dependency_prefixes)
+    string(FIND "${path}/" "${prefix}/" at)
+    string(FIND "${SOURCE_DIR}/" "${prefix}/" holds_source)  # a prefix above the tree excuses nothing
+    if(prefix AND at EQUAL 0 AND NOT holds_source EQUAL 0)
+      set(in_dependency TRUE)
+    endif()
+  endforeach()
+  if(in_source EQUAL 0 AND NOT in_work EQUAL 0 AND NOT in_dependency)
     message(FATAL_ERROR "the consumer compiles with ${flag}, a path of the source tree:\n${commands}")
   endif()
 endforeach()

@@ -5,7 +5,9 @@
 #
 #   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--session-lane LANE]
 #                                 [--experiments DIR] [--tag TAG] [--hashes-against REV[,REV...]]
-#       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored)
+#       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored), and
+#       every stage runs in .lease/tree, a clone of the staged bundle's HEAD: committed work
+#       only, out of reach of the host's copy of the tree at each later call
 #   tools/gpu-host/lease.sh wait SECONDS
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
 #       files); exits 0 when the sequence has finished, 3 while it is still running
@@ -91,23 +93,22 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-. .deps/env.sh
+# Everything runs in a clone of the staged bundle's HEAD under .lease/ (git-ignored, so the host
+# keeps it between calls), with copies of .deps/ and the bundle there: the host re-copies the
+# working tree's tracked files and the carried .deps/ and .bundle/ at every call. In the copy
+# itself, the calibration's commit was undone under the test stage (2026-12-02: the contract's
+# floors gone, every GPU gate refused), and a library could vanish under a running test.
+rm -rf "$work/tree" "$work/.deps" "$work/repo.bundle"
+cp -r "$root/.deps" "$work/.deps" && cp "$root/.bundle/repo.bundle" "$work/repo.bundle" \
+  && git clone -q "$work/repo.bundle" "$work/tree" \
+  || { echo "lease: cannot stage .deps/ and the bundle's clone under .lease/"; touch "$work/done"; exit 2; }
+cd "$work" && . .deps/env.sh && cd "$work/tree" || { touch "$work/done"; exit 2; }
 # bubblewrap, when tools/gpu-host/stage-sandbox.sh staged it: dit-ar's sandbox.
-[ -x .deps/root/usr/bin/bwrap ] && export PATH="$PWD/.deps/root/usr/bin:$PATH"
-# The host's copy of the tree can carry a .git of another commit (seen 2026-12-01: the session's
-# first commit, so every benchmark context said "<that commit>-dirty"): point it at the staged
-# bundle's HEAD, keeping the copied files.
-if [ -f .bundle/repo.bundle ]; then
-  bundle_head=$(git bundle list-heads .bundle/repo.bundle | awk '$2 == "HEAD" {print $1}')
-  if [ -n "$bundle_head" ] && [ "$(git rev-parse -q --verify HEAD 2>/dev/null)" != "$bundle_head" ]; then
-    git fetch -q --update-head-ok .bundle/repo.bundle 'refs/*:refs/*' && git reset -q --mixed "$bundle_head" \
-      && echo "lease: git history set to the bundle's HEAD $(git log -1 --format=%h)"
-  fi
-fi
-export CCACHE_DISABLE=1
+[ -x "$work/.deps/root/usr/bin/bwrap" ] && export PATH="$work/.deps/root/usr/bin:$PATH"
+tree=$PWD
 LEASE_CALIBRATE_SETS=${LEASE_CALIBRATE_SETS:-session,fp16-session,bf16-session,fp16,gpu}
 build=build/a5500
-baseline=$root/$build/quality-baseline
+baseline=$tree/$build/quality-baseline
 mkdir -p "$work/logs"
 printf 'stage\tstatus\tseconds\n' >"$work/stages.tsv"
 echo "lease: $(git log -1 --format='%h %s' 2>/dev/null) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
@@ -125,7 +126,8 @@ run_stage() {
 }
 
 stage_build() {
-  { cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)"; } >"$work/logs/build.log" 2>&1 \
+  { cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)"; } \
+    >"$work/logs/build.log" 2>&1 \
     || { tail -40 "$work/logs/build.log"; return 1; }
 }
 
@@ -240,13 +242,13 @@ stage_session() {
   rm -rf "$root/.session"
   mkdir -p "$root/.session"
   # From the staged bundle: the host's own copy of the tree may carry a .git of another commit.
-  git clone -q "$root/.bundle/repo.bundle" "$clone" || return 1
-  cp -r "$root/.deps" "$clone/.deps"
+  git clone -q "$work/repo.bundle" "$clone" || return 1
+  cp -r "$work/.deps" "$clone/.deps"
   git -C "$clone" config user.email research-session@localhost
   git -C "$clone" config user.name research-session
   local from
   if [ -n "$calibrated_rev" ] && [ "$session_from" = HEAD ]; then
-    git -C "$clone" fetch -q "$root" "$calibrated_rev" && session_from=$calibrated_rev
+    git -C "$clone" fetch -q "$tree" "$calibrated_rev" && session_from=$calibrated_rev
   fi
   from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
@@ -266,7 +268,7 @@ stage_hashes() {
     before=$work/before/$rev
     git worktree add -q --detach "$before" "$rev" || return 1
     git -C "$before" log -1 --format="before: %h %s" | tee -a "$h/sides.txt"
-    (cd "$before" && cmake --preset a5500 -G Ninja && cmake --build --preset a5500 -j "$(nproc)" \
+    (cd "$before" && cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)" \
         --target dit-quality bench_e2e) >"$h/build-$rev.log" 2>&1 || { tail -30 "$h/build-$rev.log"; return 1; }
     bash tools/gpu-host/output-hashes.sh "$before/build/a5500" "$h/$rev.tsv" "$work/hash-runs/$rev" || return 1
     python3 tools/gpu-host/compare-hashes.py "$h/$rev.tsv" "$h/after.tsv" | tee "$h/compare-$rev.txt"
