@@ -189,9 +189,9 @@ ReportInput load_report_input(const Config& config) {
   input.state_dir = config.state_dir;
   input.generated_at = utc_timestamp();
   input.results = read_results_table(state.results_file());
-  if (auto session = optional_json(state.session_file())) {
+  if (state.has_session()) {  // checked as every command reads it: a damaged file is exit 2
     input.has_session = true;
-    input.session = *session;
+    input.session = state.load_session();
   } else {
     input.session = nlohmann::json::object();
   }

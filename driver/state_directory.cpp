@@ -94,8 +94,21 @@ nlohmann::json StateDirectory::load_session() const {
       throw damaged("no string field \"" + std::string(field) + "\"");
   }
   if (!session.contains("locks") || !session["locks"].is_object()) throw damaged("no object field \"locks\"");
-  if (session.contains("baseline") && !session["baseline"].is_object())
-    throw damaged("field \"baseline\" is not an object");
+  if (session.contains("baseline")) {
+    const nlohmann::json& baseline = session["baseline"];
+    if (!baseline.is_object()) throw damaged("field \"baseline\" is not an object");
+    // Each field the commands read, of the type `dit-ar baseline` wrote it with.
+    const auto expect = [&](const char* field, bool (nlohmann::json::*is)() const noexcept, const char* what) {
+      if (baseline.contains(field) && !(baseline[field].*is)())
+        throw damaged("baseline." + std::string(field) + " is not " + what);
+    };
+    for (const char* field : {"commit", "run_dir", "recorded_at", "gpu"})
+      expect(field, &nlohmann::json::is_string, "a string");
+    for (const char* field : {"noise_percent", "min_improvement_percent", "effective_min_improvement_percent"})
+      expect(field, &nlohmann::json::is_number, "a number");
+    for (const char* field : {"goldens", "test_signature"}) expect(field, &nlohmann::json::is_object, "an object");
+    expect("warnings", &nlohmann::json::is_array, "an array");
+  }
   return session;
 }
 

@@ -222,6 +222,24 @@ TEST(StateDirectory, ADamagedSessionFileIsNamedNeverAnInternalError) {
   nlohmann::json bad_baseline = whole;
   bad_baseline["baseline"] = "yes";
   cases.push_back({"baseline_not_an_object", bad_baseline, "field \"baseline\" is not an object"});
+  // Each baseline field the commands read, of another type than the one `dit-ar baseline` writes.
+  const std::vector<std::pair<std::string, nlohmann::json>> wrong_types = {
+      {"commit", 7},
+      {"run_dir", nlohmann::json::array()},
+      {"recorded_at", false},
+      {"gpu", 1.5},
+      {"noise_percent", "2"},
+      {"min_improvement_percent", nullptr},
+      {"effective_min_improvement_percent", nlohmann::json::object()},
+      {"goldens", "x"},
+      {"test_signature", 3},
+      {"warnings", "none"}};
+  for (const auto& [field, value] : wrong_types) {
+    nlohmann::json session = whole;
+    session["baseline"] = {{"commit", "c"}, {"noise_percent", 0.5}};
+    session["baseline"][field] = value;
+    cases.push_back({"baseline_" + field, session, "baseline." + field + " is not "});
+  }
   for (const Case& c : cases) {
     state.store_session(c.session);
     try {
@@ -235,6 +253,17 @@ TEST(StateDirectory, ADamagedSessionFileIsNamedNeverAnInternalError) {
   }
   state.store_session(whole);
   EXPECT_EQ(state.load_session().at("lane"), "cpu-smoke");
+  nlohmann::json with_baseline = whole;
+  with_baseline["baseline"] = {{"commit", "c"},
+                               {"run_dir", "runs/0001"},
+                               {"recorded_at", "t"},
+                               {"gpu", "cpu"},
+                               {"noise_percent", 0.5},
+                               {"min_improvement_percent", 1},
+                               {"goldens", nlohmann::json::object()},
+                               {"warnings", nlohmann::json::array()}};
+  state.store_session(with_baseline);
+  EXPECT_EQ(state.load_session().at("baseline").at("commit"), "c");
 }
 
 TEST(StateDirectory, AResultsLogWithAForeignHeaderIsNamed) {
