@@ -22,6 +22,8 @@
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it (without record: a plain run, which records the
 #             baselines itself), JUnit ctest-a5500.xml
+#   workflow  cmake --workflow --preset LEASE_WORKFLOW (default a5500-fp16-session-256): a lane's
+#             configure, build and test presets as CI would run them; JUnit in logs/workflow/
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
 #   figures   bench_forward (fp16: 256 b2 and b64, 512 b2), bench_vae, one fp16 image
 #             (bench_e2e), dit_profile (fp16 image; the session
@@ -98,7 +100,7 @@ done
 # working tree's tracked files and the carried .deps/ and .bundle/ at every call. In the copy
 # itself, the calibration's commit was undone under the test stage (2026-12-02: the contract's
 # floors gone, every GPU gate refused), and a library could vanish under a running test.
-rm -rf "$work/tree" "$work/.deps" "$work/repo.bundle"
+mkdir -p "$work" && rm -rf "$work/tree" "$work/.deps" "$work/repo.bundle"
 cp -r "$root/.deps" "$work/.deps" && cp "$root/.bundle/repo.bundle" "$work/repo.bundle" \
   && git clone -q "$work/repo.bundle" "$work/tree" \
   || { echo "lease: cannot stage .deps/ and the bundle's clone under .lease/"; touch "$work/done"; exit 2; }
@@ -171,6 +173,20 @@ stage_test() {
   "${with[@]}" ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" >"$work/ctest-a5500.log" 2>&1
   local status=$?
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$work/ctest-a5500.log" | tail -20
+  return $status
+}
+
+# A lane's workflow preset (LEASE_WORKFLOW, default a5500-fp16-session-256), as a CI runner or an
+# agent runs it: configure, build and the lane's test presets, its baseline recorded first when
+# missing, without a decision; each test preset's JUnit into logs/workflow/.
+stage_workflow() {
+  local w=$work/logs/workflow status
+  rm -rf "$w" "$build/junit"
+  mkdir -p "$w"
+  cmake --workflow --preset "${LEASE_WORKFLOW:-a5500-fp16-session-256}" >"$w/workflow.log" 2>&1
+  status=$?
+  cp "$build"/junit/*.xml "$w/" 2>/dev/null
+  grep -E "tests passed|tests failed|Skipped|Failed" "$w/workflow.log" | tail -12
   return $status
 }
 
