@@ -18,6 +18,20 @@
 
 namespace dit {
 
+// The bounds VaeConfig::validate enforces, inclusive. Generous (the SD decoder: 4 latent channels,
+// blocks of 128 to 512, 2 layers, 32 groups, 3 output channels; newer autoencoders up to 16 or 32
+// latent channels and 1024-wide blocks); what they refuse is a config whose weights could not be
+// allocated or whose channel products overflow int, before any arithmetic on it.
+namespace vae_limits {
+inline constexpr int kMaxLatentChannels = 1024;
+inline constexpr int kMaxBlockChannels = 16384;
+inline constexpr int kMaxBlocks = 8;  // each block but the last upsamples 2x: 128x at most
+inline constexpr int kMaxLayersPerBlock = 64;
+inline constexpr int kMaxNormGroups = 16384;
+inline constexpr int kMaxOutChannels = 1024;
+inline constexpr int64_t kMaxParameters = int64_t{1} << 32;  // 4 Gi; the SD decoder has 49.5 M
+}  // namespace vae_limits
+
 struct VaeConfig {
   int latent_channels = 4;
   std::vector<int> block_out_channels{128, 256, 512, 512};

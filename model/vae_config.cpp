@@ -5,22 +5,42 @@
 #include "model/vae.h"
 #include "model/vae_layout.h"
 
+namespace dit::vae {
+// Without validation: for VaeConfig::validate's parameter count, on fields already in bounds.
+DecoderLayout layout_of(const VaeConfig& config);
+std::map<std::string, std::vector<int64_t>> shapes_of(const DecoderLayout& layout);
+}  // namespace dit::vae
+
 namespace dit {
 
 void VaeConfig::validate() const {
   auto fail = [](const std::string& message) { throw Error(ErrorKind::invalid_argument, "VAE config: " + message); };
-  if (latent_channels <= 0) fail("latent_channels must be positive");
-  if (out_channels <= 0) fail("out_channels must be positive");
-  if (layers_per_block <= 0) fail("layers_per_block must be positive");
-  if (norm_num_groups <= 0) fail("norm_num_groups must be positive");
-  if (!(norm_eps > 0)) fail("norm_eps must be positive");
+  auto bound = [&](const std::string& field, int value, int most) {
+    if (value <= 0 || value > most)
+      fail(field + " = " + std::to_string(value) + " is outside 1.." + std::to_string(most));
+  };
+  bound("latent_channels", latent_channels, vae_limits::kMaxLatentChannels);
+  bound("out_channels", out_channels, vae_limits::kMaxOutChannels);
+  bound("layers_per_block", layers_per_block, vae_limits::kMaxLayersPerBlock);
+  bound("norm_num_groups", norm_num_groups, vae_limits::kMaxNormGroups);
+  if (!(norm_eps > 0) || !(norm_eps < 1)) fail("norm_eps must be in (0, 1)");
   if (block_out_channels.empty()) fail("block_out_channels is empty");
+  if (block_out_channels.size() > static_cast<size_t>(vae_limits::kMaxBlocks))
+    fail("block_out_channels has " + std::to_string(block_out_channels.size()) + " blocks, more than " +
+         std::to_string(vae_limits::kMaxBlocks));
   for (size_t i = 0; i < block_out_channels.size(); ++i) {
     const int channels = block_out_channels[i];
-    if (channels <= 0 || channels % norm_num_groups != 0)
-      fail("block_out_channels[" + std::to_string(i) + "] = " + std::to_string(channels) +
-           " is not a positive multiple of norm_num_groups = " + std::to_string(norm_num_groups));
+    const std::string field = "block_out_channels[" + std::to_string(i) + "]";
+    bound(field, channels, vae_limits::kMaxBlockChannels);
+    if (channels % norm_num_groups != 0)
+      fail(field + " = " + std::to_string(channels) +
+           " is not a multiple of norm_num_groups = " + std::to_string(norm_num_groups));
   }
+  // Within the bounds above every shape's count fits in int64; the total must fit the limit.
+  int64_t parameters = 0;
+  for (const auto& [name, shape] : vae::shapes_of(vae::layout_of(*this))) parameters += Tensor::count(shape);
+  if (parameters > vae_limits::kMaxParameters)
+    fail(std::to_string(parameters) + " parameters, more than " + std::to_string(vae_limits::kMaxParameters));
 }
 
 VaeConfig sd_vae_config() { return VaeConfig{}; }
@@ -77,6 +97,10 @@ int DecoderLayout::upscale() const {
 
 DecoderLayout decoder_layout(const VaeConfig& config) {
   config.validate();
+  return layout_of(config);
+}
+
+DecoderLayout layout_of(const VaeConfig& config) {
   DecoderLayout layout;
   layout.latent_channels = config.latent_channels;
   layout.top_channels = config.block_out_channels.back();
@@ -102,7 +126,10 @@ DecoderLayout decoder_layout(const VaeConfig& config) {
 }
 
 std::map<std::string, std::vector<int64_t>> parameter_shapes(const VaeConfig& config) {
-  const DecoderLayout layout = decoder_layout(config);
+  return shapes_of(decoder_layout(config));
+}
+
+std::map<std::string, std::vector<int64_t>> shapes_of(const DecoderLayout& layout) {
   std::map<std::string, std::vector<int64_t>> shapes;
   auto conv = [&](const std::string& prefix, int in, int out, int k) {
     shapes[prefix + "weight"] = {out, in, k, k};

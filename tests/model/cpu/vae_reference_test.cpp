@@ -5,6 +5,9 @@
 #include <cmath>
 #include <map>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -52,6 +55,44 @@ TEST(VaeConfig, RejectsInconsistentFields) {
                Error);
   EXPECT_THROW(vae_config_from_json("{\"block_out_channels\": \"x\", \"layers_per_block\": 1}"), Error);
   EXPECT_THROW(vae_config_from_json("not json"), Error);
+}
+
+// Each field outside its bound (vae_limits) is refused with the field named, before any layout or
+// allocation; configs near the bounds that real autoencoders use are accepted.
+TEST(VaeConfig, RefusesFieldsOutsideTheirBounds) {
+  const nlohmann::json sd = {{"block_out_channels", {128, 256, 512, 512}}, {"layers_per_block", 2}};
+  struct Case {
+    std::string field;
+    nlohmann::json value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"latent_channels", 0, "latent_channels = 0 is outside 1..1024"},
+      {"latent_channels", 1025, "latent_channels = 1025 is outside"},
+      {"out_channels", 100000, "out_channels = 100000 is outside"},
+      {"layers_per_block", 65, "layers_per_block = 65 is outside"},
+      {"layers_per_block", -1, "layers_per_block = -1 is outside"},
+      {"norm_num_groups", 20000, "norm_num_groups = 20000 is outside"},
+      {"norm_eps", 2.0, "norm_eps must be in (0, 1)"},
+      {"norm_eps", 0.0, "norm_eps must be in (0, 1)"},
+      {"block_out_channels", {32, 32, 32, 32, 32, 32, 32, 32, 32}, "9 blocks, more than 8"},
+      {"block_out_channels", {128, 2147483520}, "block_out_channels[1] = 2147483520 is outside"},
+      {"block_out_channels", {16384, 16384, 16384, 16384}, "parameters, more than 4294967296"},
+  };
+  for (const Case& c : cases) {
+    nlohmann::json config = sd;
+    config[c.field] = c.value;
+    try {
+      vae_config_from_json(config.dump());
+      ADD_FAILURE() << c.field << " = " << c.value.dump() << " was accepted";
+    } catch (const Error& error) {
+      EXPECT_NE(std::string(error.what()).find(c.expected), std::string::npos) << c.field << ": " << error.what();
+    }
+  }
+  nlohmann::json wide = sd;
+  wide["latent_channels"] = 32;
+  wide["block_out_channels"] = {256, 512, 1024, 1024};
+  EXPECT_EQ(vae_config_from_json(wide.dump()).latent_channels, 32);
 }
 
 TEST(VaeConfig, SdDecoderHasTheRealParameterCount) {
