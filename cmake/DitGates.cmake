@@ -1,7 +1,8 @@
 # Fixed during a session. Quality gates as CTest fixtures (see quality/README.md).
 #
 #   dit_add_gate(SET name CORPUS file.jsonl CONTRACT contract.json BACKEND cpu|cuda
-#                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
+#                [PRECISION fp32] [GPU] [RENDER_TIMEOUT seconds] [ENVIRONMENT VAR=value ...]
+#                [WEIGHTS checkpoint.safetensors WEIGHTS_SHA256 hex])
 #     quality.<set>.baseline          dit-quality baseline --if-missing: records the set's baseline
 #                                     when none is (a plain ctest run), else says where it is;
 #                                     FIXTURES_SETUP quality.<set>.baseline; labels `quality;judge`
@@ -24,9 +25,14 @@
 #   ENVIRONMENT applies to the render test (the CPU set pins OpenMP to one thread, so a
 #   parallel ctest does not oversubscribe the cores; its outputs are bit-identical either way,
 #   which the calibration's one-thread restatement checks).
+#   WEIGHTS and WEIGHTS_SHA256 (together; a relative path from the calling CMakeLists.txt's
+#   folder, 64 hexadecimal digits) name the DiT checkpoint of every case of the corpus that names
+#   none of its own: the renderer refuses (exit 2) a missing file or one of another sha256, and
+#   the gates refuse a render whose weights differ from the baseline's. Without them those cases
+#   render the embedded default (seeded random weights). The file may be staged after configure.
 #   Each call also adds the set to <build>/quality/gate-sets.json, which `dit-quality baseline`
 #   reads to record every set of the build (its corpus and contract by absolute path: the judge's
-#   gate-sets.json names the judge's own, locked tree).
+#   gate-sets.json names the judge's own, locked tree; "weights": {"path", "sha256"} likewise).
 include_guard(GLOBAL)
 
 set(DIT_QUALITY_BASELINE_DIR "${PROJECT_SOURCE_DIR}/.autoresearch/baseline" CACHE PATH
@@ -36,9 +42,17 @@ set(DIT_QUALITY_RUN_DIR "${PROJECT_BINARY_DIR}/quality-run" CACHE PATH
 set(DIT_QUALITY_GATE_SETS "${PROJECT_BINARY_DIR}/quality/gate-sets.json")
 
 function(dit_add_gate)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "GPU" "SET;CORPUS;CONTRACT;BACKEND;PRECISION;RENDER_TIMEOUT" "ENVIRONMENT")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "GPU" "SET;CORPUS;CONTRACT;BACKEND;PRECISION;RENDER_TIMEOUT;WEIGHTS;WEIGHTS_SHA256"
+    "ENVIRONMENT")
   if(NOT arg_SET OR NOT arg_CORPUS OR NOT arg_CONTRACT OR NOT arg_BACKEND)
     message(FATAL_ERROR "dit_add_gate needs SET, CORPUS, CONTRACT and BACKEND")
+  endif()
+  if((arg_WEIGHTS AND NOT arg_WEIGHTS_SHA256) OR (arg_WEIGHTS_SHA256 AND NOT arg_WEIGHTS))
+    message(FATAL_ERROR "dit_add_gate(SET ${arg_SET}): WEIGHTS and WEIGHTS_SHA256 go together")
+  endif()
+  string(LENGTH "${arg_WEIGHTS_SHA256}" sha256_length)  # CMake's regular expressions have no {64}
+  if(arg_WEIGHTS_SHA256 AND (NOT arg_WEIGHTS_SHA256 MATCHES "^[0-9a-fA-F]+$" OR NOT sha256_length EQUAL 64))
+    message(FATAL_ERROR "dit_add_gate(SET ${arg_SET}): WEIGHTS_SHA256 '${arg_WEIGHTS_SHA256}' is not 64 hexadecimal digits")
   endif()
   if(NOT TARGET dit-quality OR NOT TARGET dit-quality-render)
     message(FATAL_ERROR "dit_add_gate needs the dit-quality and dit-quality-render targets (quality/CMakeLists.txt)")
@@ -59,6 +73,11 @@ function(dit_add_gate)
   string(JSON entry SET "${entry}" backend "\"${arg_BACKEND}\"")
   string(JSON entry SET "${entry}" precision "\"${arg_PRECISION}\"")
   string(JSON entry SET "${entry}" data_dir "\"${DIT_TEST_DATA_DIR}\"")
+  if(arg_WEIGHTS)
+    get_filename_component(weights "${arg_WEIGHTS}" ABSOLUTE)
+    string(TOLOWER "${arg_WEIGHTS_SHA256}" weights_sha256)
+    string(JSON entry SET "${entry}" weights "{\"path\": \"${weights}\", \"sha256\": \"${weights_sha256}\"}")
+  endif()
   list(APPEND sets "${entry}")
   set_property(GLOBAL PROPERTY DIT_QUALITY_SET_ENTRIES "${sets}")
   list(JOIN sets ",\n    " joined)

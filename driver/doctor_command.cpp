@@ -1,6 +1,11 @@
 // dit-ar doctor: captures the GPU, libraries, toolchain and repository state into
-// environment.json, warning when the GPU is not an RTX A5500. Works without a GPU.
+// environment.json, warning when the GPU is not an RTX A5500; reports each lane's quality floors
+// and the DiT weights its gate sets render. Works without a GPU.
+#include <algorithm>
+#include <cctype>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -9,6 +14,7 @@
 #include "driver/environment_capture.h"
 #include "core/error.h"
 #include "core/files.h"
+#include "core/sha256.h"
 #include "driver/session.h"
 #include "driver/subcommands.h"
 
@@ -73,6 +79,131 @@ void report_floors(const Config& config, const nlohmann::json& document, std::ve
   }
 }
 
+// A weights path as the quality readers resolve it: a relative one from the folder of the file
+// that names it (quality/README.md, "Weights").
+std::string resolved_path(const fs::path& folder, const std::string& path) {
+  const fs::path given(path);
+  return (given.is_absolute() ? given : folder / given).lexically_normal().string();
+}
+
+// The sha256 of checkpoint files, each file hashed once however many lanes and cases name it.
+class CheckpointHashes {
+ public:
+  // The file's sha256, or empty when it is missing or unreadable.
+  const std::string& of(const std::string& path) {
+    auto found = hashes_.find(path);
+    if (found == hashes_.end()) {
+      std::string hash;
+      std::error_code error;
+      if (fs::is_regular_file(path, error)) {
+        try {
+          hash = sha256_file(path);
+        } catch (const dit::Error&) {}
+      }
+      found = hashes_.emplace(path, hash).first;
+    }
+    return found->second;
+  }
+
+ private:
+  std::map<std::string, std::string> hashes_;
+};
+
+// The weights of one gate set (an entry of gate-sets.json, whose file is in `folder`): one entry
+// per kind of weights its corpus renders from, with the number of cases; checkpoints that are
+// missing or mismatched become warnings naming the lane.
+std::string describe_set_weights(const nlohmann::json& set, const fs::path& folder, const std::string& lane,
+                                 CheckpointHashes& hashes, std::vector<std::string>& warnings) {
+  const std::string set_name = set.at("name").get<std::string>();
+  std::optional<std::pair<std::string, std::string>> set_checkpoint;  // path, sha256
+  if (set.contains("weights"))
+    set_checkpoint = {resolved_path(folder, set.at("weights").at("path").get<std::string>()),
+                      set.at("weights").at("sha256").get<std::string>()};
+  const std::string corpus_path = set.at("corpus").get<std::string>();
+  const std::string text = read_text_file(corpus_path, "corpus ");
+  std::vector<std::pair<std::string, int>> kinds;  // description, cases, in order of appearance
+  std::size_t start = 0;
+  int line_number = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_number;
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    nlohmann::json entry;
+    try {
+      entry = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      throw dit::Error(dit::ErrorKind::invalid_file, corpus_path + ":" + std::to_string(line_number) + ": not JSON");
+    }
+    std::string description;
+    std::optional<std::pair<std::string, std::string>> checkpoint = set_checkpoint;
+    if (entry.contains("weights"))
+      checkpoint = {
+          resolved_path(fs::path(corpus_path).parent_path(), entry.at("weights").at("path").get<std::string>()),
+          entry.at("weights").at("sha256").get<std::string>()};
+    if (checkpoint) {
+      const auto& [path, expected_text] = *checkpoint;
+      std::string expected = expected_text;
+      for (char& c : expected) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string& actual = hashes.of(path);
+      const std::string status = actual.empty() ? "MISSING" : actual != expected ? "SHA256 DIFFERS" : "checked";
+      description = "checkpoint " + path + " (sha256 " + expected + ", " + status + ")";
+      if (actual != expected) {
+        const std::string warning = "lane " + lane + ", gate set " + set_name + ": checkpoint " + path +
+                                    (actual.empty() ? " is missing or unreadable" : " has sha256 " + actual) +
+                                    ", expected " + expected + "; the set's renders refuse it (exit 2)";
+        if (std::find(warnings.begin(), warnings.end(), warning) == warnings.end()) warnings.push_back(warning);
+      }
+    } else {
+      const std::string model = entry.value("model", "");
+      description = model == "tiny_a" || model == "tiny_b"
+                        ? "tests/data's " + model + " weights"
+                        : "seeded random weights, seed " + std::to_string(entry.value("weights_seed", uint64_t{0}));
+    }
+    auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == description; });
+    if (kind == kinds.end()) {
+      kinds.emplace_back(description, 1);
+    } else {
+      ++kind->second;
+    }
+  }
+  std::string out;
+  for (const auto& [description, cases] : kinds)
+    out += (out.empty() ? "" : "; ") + description + " (" + std::to_string(cases) + (cases == 1 ? " case)" : " cases)");
+  return out;
+}
+
+// Which DiT weights each lane's gate sets render (quality/README.md, "Weights"), from the
+// gate-sets.json of the lane's build and the corpora it names: a case's own checkpoint, the gate
+// set's, or the embedded default (seeded random weights; tests/data's for tiny_*). A checkpoint
+// that is missing or of another sha256 is a warning: the set's renders refuse it.
+void report_weights(const Config& config, std::vector<std::string>& warnings) {
+  CheckpointHashes hashes;
+  for (const auto& [name, lane] : config.lanes) {
+    const fs::path file = config.source_dir / lane.build_dir / "quality/gate-sets.json";
+    if (!fs::is_regular_file(file)) {
+      std::cout << "  weights    lane " << name << ": not known before preset " << lane.configure_preset
+                << " is configured (no " << file.string() << ")\n";
+      continue;
+    }
+    const std::string only = lane_gate_set(lane);
+    try {
+      const nlohmann::json sets = read_json_file(file).at("sets");
+      for (const auto& set : sets) {
+        if (!only.empty() && set.at("name").get<std::string>() != only) continue;
+        std::cout << "  weights    lane " << name << ", gate set " << set.at("name").get<std::string>() << ": "
+                  << describe_set_weights(set, file.parent_path(), name, hashes, warnings) << "\n";
+      }
+    } catch (const std::exception& error) {  // dit::Error, or nlohmann's for a malformed entry
+      warnings.push_back("lane " + name + ": cannot tell the weights of its gate sets from " + file.string() + ": " +
+                         error.what());
+    }
+  }
+}
+
 int run_doctor(const CommonOptions& options, const std::string& output) {
   Config config = load_session_config(options);
   EnvironmentCapture capture = capture_environment(config.source_dir);
@@ -132,6 +263,7 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
   const SandboxStatus& sandbox = sandbox_status();
   std::cout << "  sandbox    " << sandbox.description << "\n";
   report_floors(config, document, capture.warnings);
+  report_weights(config, capture.warnings);
   if (!sandbox.available)
     capture.warnings.push_back("no sandbox for the candidate's stages (" + sandbox.description +
                                "): experiments run unsandboxed, and their records say so");

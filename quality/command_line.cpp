@@ -6,6 +6,8 @@
 #include <iostream>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "quality/gpu_probe.h"
 
@@ -19,6 +21,10 @@ void add_set_options(CLI::App* command, SetOptions& o) {
   command->add_option("--backend", o.backend, "cpu or cuda (overrides the gate set's)");
   command->add_option("--precision", o.precision, "fp32, tf32, fp16 or bf16 (overrides the gate set's)");
   command->add_option("--data-dir", o.data_dir, "tests/data, where the tiny_* model weights live");
+  command->add_option(
+      "--weights", o.weights,
+      "DiT checkpoint of every case without its own (overrides the gate set's; needs --weights-sha256)");
+  command->add_option("--weights-sha256", o.weights_sha256, "the SHA-256 of --weights, 64 hexadecimal digits");
 }
 
 std::string environment_or(const char* name, const std::string& fallback) {
@@ -47,6 +53,14 @@ GateSet resolve_set(const SetOptions& o) {
   if (!o.backend.empty()) set.backend = o.backend;
   if (!o.precision.empty()) set.precision = o.precision;
   if (!o.data_dir.empty()) set.data_dir = o.data_dir;
+  if (!o.weights.empty() || !o.weights_sha256.empty()) {
+    const nlohmann::json reference = {{"path", o.weights}, {"sha256", o.weights_sha256}};
+    const std::string problem = weights_reference_problem(reference);
+    if (o.weights.empty() || o.weights_sha256.empty() || !problem.empty())
+      throw SetupError("--weights PATH and --weights-sha256 HEX go together: " +
+                       (problem.empty() ? std::string("give both") : "the reference " + problem));
+    set.weights = weights_reference_from_json(reference, {});
+  }
   if (set.name.empty()) set.name = "default";
   if (set.corpus.empty() || set.contract.empty())
     throw SetupError("name a gate set (--gate-sets FILE --set NAME) or give --corpus and --contract");

@@ -25,6 +25,7 @@ struct SetupError : std::runtime_error {
 
 struct SetOptions {
   std::string gate_sets, set, corpus, contract, backend, precision, data_dir;
+  std::string weights, weights_sha256;  // the set's checkpoint, given together (--weights, --weights-sha256)
 };
 
 // Where a program reads and writes (quality/README.md, "Where files go"). The driver's stages set
@@ -38,7 +39,8 @@ struct Locations {
 void add_set_options(CLI::App* command, SetOptions& options);
 std::string environment_or(const char* name, const std::string& fallback);
 
-// The set named by --gate-sets/--set, with the single-field overrides applied.
+// The set named by --gate-sets/--set, with the single-field overrides applied (--weights and
+// --weights-sha256 together, or neither: a SetupError otherwise).
 GateSet resolve_set(const SetOptions& options);
 
 struct Inputs {

@@ -19,8 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kKnownFields = {"id",    "model",     "image_size", "class_label", "seed",        "sampler",
-                                            "steps", "cfg_scale", "critical",   "vae",         "weights_seed"};
+const std::set<std::string> kKnownFields = {"id",       "model",   "image_size",   "class_label",
+                                            "seed",     "sampler", "steps",        "cfg_scale",
+                                            "critical", "vae",     "weights_seed", "weights"};
 
 class LineReader {
  public:
@@ -96,6 +97,13 @@ Case parse_case(const json& object, const std::string& label, int line) {
     if (c.vae != "sd" && c.vae != "tiny") read.fail("vae must be \"sd\" or \"tiny\"");
   }
   if (object.contains("weights_seed")) c.weights_seed = read.unsigned_integer("weights_seed");
+  if (object.contains("weights")) {
+    if (object.contains("weights_seed"))
+      read.fail("fields \"weights\" and \"weights_seed\" exclude each other (a checkpoint, or seeded random weights)");
+    const std::string problem = weights_reference_problem(object.at("weights"));
+    if (!problem.empty()) read.fail("field \"weights\" " + problem);
+    c.weights = weights_reference_from_json(object.at("weights"), std::filesystem::path(label).parent_path());
+  }
   return c;
 }
 

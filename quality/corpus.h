@@ -5,9 +5,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "quality/weights_reference.h"
 
 namespace dit::quality {
 
@@ -21,9 +24,14 @@ struct Case {
   int steps = 0;
   double cfg_scale = 1.0;  // guidance is on when != 1
   bool critical = false;
-  std::string vae = "sd";     // "sd" (the SD decoder architecture) or "tiny" (CI-sized)
-  uint64_t weights_seed = 0;  // seeded random DiT and VAE weights (tiny_* use tests/data weights)
-  int line = 0;               // 1-based line in the corpus file
+  std::string vae = "sd";  // "sd" (the SD decoder architecture) or "tiny" (CI-sized)
+  // The seed of the VAE's random weights, and of the DiT's when no checkpoint applies (the
+  // embedded default; tiny_* then use tests/data's weights).
+  uint64_t weights_seed = 0;
+  // The DiT's checkpoint ("weights", which excludes "weights_seed"); nullopt: the gate set's, if
+  // it names one, else the embedded default.
+  std::optional<WeightsReference> weights;
+  int line = 0;  // 1-based line in the corpus file
 };
 
 struct Corpus {
@@ -47,7 +55,8 @@ bool is_tiny_model(const std::string& model);
 // 512 pixels. The corpus's own vocabulary; the engine checks the same names again when it renders.
 std::string model_problem(const Case& c);
 
-// Throws dit::Error (invalid_file) "<label>:<line>: <problem>", or (io) when unreadable.
+// Throws dit::Error (invalid_file) "<label>:<line>: <problem>", or (io) when unreadable. A
+// relative weights path is taken from the folder of `label` (the corpus file's).
 Corpus parse_corpus(std::string_view text, const std::string& label);
 Corpus load_corpus(const std::string& path);
 

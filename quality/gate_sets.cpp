@@ -1,6 +1,8 @@
 // Fixed during a session (quality/ is the evaluator; see quality/README.md).
 #include "quality/gate_sets.h"
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -29,6 +31,12 @@ std::vector<GateSet> parse_gate_sets(std::string_view text, const std::string& p
       set.data_dir = entry.at("data_dir").get<std::string>();
     } catch (const nlohmann::json::exception& error) {
       throw Error(ErrorKind::invalid_file, path + ": malformed set entry (" + error.what() + ")");
+    }
+    if (entry.contains("weights")) {
+      const std::string problem = weights_reference_problem(entry.at("weights"));
+      if (!problem.empty())
+        throw Error(ErrorKind::invalid_file, path + ": set \"" + set.name + "\": field \"weights\" " + problem);
+      set.weights = weights_reference_from_json(entry.at("weights"), std::filesystem::path(path).parent_path());
     }
     sets.push_back(set);
   }

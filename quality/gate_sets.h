@@ -4,9 +4,12 @@
 // `dit-quality --gate-sets` reads, so the CTest gates and `dit-quality baseline` agree.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "quality/corpus.h"
 
 namespace dit::quality {
 
@@ -17,10 +20,14 @@ struct GateSet {
   std::string backend = "cpu";
   std::string precision = "fp32";
   std::string data_dir;  // tests/data
+  // The DiT checkpoint of every case that names none of its own (dit_add_gate's WEIGHTS and
+  // WEIGHTS_SHA256); nullopt: those cases render the embedded default (Case::weights_seed).
+  std::optional<WeightsReference> weights;
   bool needs_gpu() const { return backend == "cuda"; }
 };
 
-// Throws dit::Error (invalid_file) "<label>: <problem>" naming the entry.
+// Throws dit::Error (invalid_file) "<label>: <problem>" naming the entry. A set's "weights"
+// ({"path", "sha256"}, as in a corpus) with a relative path is taken from the folder of `label`.
 std::vector<GateSet> parse_gate_sets(std::string_view text, const std::string& label);
 // Throws dit::Error (io / invalid_file) naming the file and the entry.
 std::vector<GateSet> load_gate_sets(const std::string& path);

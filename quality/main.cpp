@@ -6,8 +6,9 @@
 // writes its report to $DIT_JUDGE_DIR/quality/gates/<test name>.json; --run-dir overrides both
 // folders, --default-run-dir stands in for an unset variable (standalone use).
 // Exit codes: 0 passed, 1 a gate failed or the golden render crashed, 2 bad input or setup (no
-// recorded baseline, no floors for this device, a classification the set cannot judge), 77
-// skipped (no GPU for a GPU set without DIT_REQUIRE_GPU=1).
+// recorded baseline, no floors for this device, a classification the set cannot judge, a render
+// from other weights than the baseline's), 77 skipped (no GPU for a GPU set without
+// DIT_REQUIRE_GPU=1).
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,8 @@ int render_into(const GateSet& set, const std::string& renderer, const std::stri
                                       set.corpus,    "--contract", set.contract, "--backend", set.backend,
                                       "--precision", precision,    "--out",      out};
   if (!set.data_dir.empty()) command.insert(command.end(), {"--data-dir", set.data_dir});
+  if (set.weights)
+    command.insert(command.end(), {"--weights", set.weights->path, "--weights-sha256", set.weights->sha256});
   return run_program(command);
 }
 
@@ -120,7 +123,10 @@ int record_baseline(const GateSet& set, const std::string& baseline_dir, const s
   const ScoreSet scores = score_render(inputs.corpus, paths.golden(), paths.golden());
   std::optional<ScoreSet> reference_scores;
   if (with_reference) {
-    check_render(load_render_manifest(paths.reference()), "fp32", "fp32 reference");
+    const RenderManifest reference = load_render_manifest(paths.reference());
+    check_render(reference, "fp32", "fp32 reference");
+    for (const std::string& difference : weights_differences(inputs.corpus, golden, reference))
+      problems.push_back("the fp32 reference: " + difference);
     reference_scores = score_render(inputs.corpus, paths.golden(), paths.reference());
     for (const auto& [id, notes] : reference_scores->problems) {
       for (const std::string& note : notes) problems.push_back(id + " against the fp32 reference: " + note);
@@ -346,6 +352,25 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
   std::vector<std::string> problems = verify_baseline(paths, inputs.corpus, inputs.contract);
   // The candidate's render (its test stage wrote it under $DIT_OUTPUT_DIR): only read here.
   const std::string render_dir = render_dir_of(l, set);
+  std::optional<RenderManifest> rendered;
+  std::string no_render;
+  try {
+    rendered = load_render_manifest(render_dir);
+  } catch (const Error& error) {
+    no_render = std::string("no candidate render: ") + error.what();
+  }
+  if (problems.empty() && rendered) {
+    // Scores against a golden of other weights would say nothing of the engine: refused.
+    const std::vector<std::string> differences =
+        weights_differences(inputs.corpus, load_render_manifest(paths.golden()), *rendered);
+    if (!differences.empty()) {
+      std::string why = "the candidate was rendered from other weights than the baseline of set " + set.name +
+                        " (record a baseline for these weights, or render the baseline's):";
+      for (const std::string& difference : differences) why += "\n  " + difference;
+      std::cerr << "dit-quality: " << why << "\n";
+      return not_judged(kExitSetup, why);
+    }
+  }
   ScoreSet baseline, candidate, baseline_to_fp32, candidate_to_fp32;
   if (problems.empty()) {
     baseline = load_scores(paths.scores());
@@ -362,15 +387,14 @@ int command_gate(const SetOptions& o, const Locations& l, const std::string& met
       }
     }
     write_file_atomic(judge_root(l) + "/" + set.name + "/scores.json", written.dump(2) + "\n", ParentFolders::create);
-    try {
-      const RenderManifest rendered = load_render_manifest(render_dir);
-      if (rendered.corpus_sha256 != inputs.corpus.sha256)
+    if (!rendered) {
+      problems.push_back(no_render);
+    } else {
+      if (rendered->corpus_sha256 != inputs.corpus.sha256)
         problems.push_back("the candidate was rendered from another version of " + inputs.corpus.name);
-      if (rendered.precision != set.precision || rendered.backend != set.backend)
-        problems.push_back("the candidate was rendered on " + rendered.backend + "/" + rendered.precision + ", not " +
+      if (rendered->precision != set.precision || rendered->backend != set.backend)
+        problems.push_back("the candidate was rendered on " + rendered->backend + "/" + rendered->precision + ", not " +
                            set.backend + "/" + set.precision);
-    } catch (const Error& error) {
-      problems.push_back(std::string("no candidate render: ") + error.what());
     }
   }
   if (problems.empty()) {

@@ -49,7 +49,54 @@ std::map<std::string, std::string> hash_baseline_files(const BaselinePaths& path
   return hashes;
 }
 
+// "weights" of a render.json case: {"path", "sha256"} or {"seed"}.
+WeightsUsed weights_from_json(const json& value, const std::string& where) {
+  WeightsUsed used;
+  if (value.is_object() && value.contains("seed") && value.size() == 1 && value.at("seed").is_number_unsigned()) {
+    used.seed = value.at("seed").get<uint64_t>();
+    return used;
+  }
+  const std::string problem = weights_reference_problem(value);
+  if (!problem.empty())
+    throw Error(ErrorKind::invalid_file,
+                where + ": \"weights\" must be {\"seed\": N} or a checkpoint reference, which " + problem);
+  used.checkpoint = weights_reference_from_json(value, {});
+  return used;
+}
+
 }  // namespace
+
+bool WeightsUsed::same_as(const WeightsUsed& other) const {
+  if (checkpoint || other.checkpoint)
+    return checkpoint && other.checkpoint && checkpoint->sha256 == other.checkpoint->sha256;
+  return seed == other.seed;
+}
+
+std::string WeightsUsed::describe() const {
+  if (checkpoint) return "checkpoint " + checkpoint->path + " (sha256 " + checkpoint->sha256 + ")";
+  return "no checkpoint (the embedded default weights, weights_seed " + std::to_string(seed) + ")";
+}
+
+json WeightsUsed::to_json() const {
+  if (checkpoint) return {{"path", checkpoint->path}, {"sha256", checkpoint->sha256}};
+  return {{"seed", seed}};
+}
+
+std::vector<std::string> weights_differences(const Corpus& corpus, const RenderManifest& golden,
+                                             const RenderManifest& candidate) {
+  std::vector<std::string> differences;
+  for (const Case& c : corpus.cases) {
+    const auto golden_case = golden.cases.find(c.id), candidate_case = candidate.cases.find(c.id);
+    if (golden_case == golden.cases.end() || candidate_case == candidate.cases.end()) continue;  // scored as missing
+    const WeightsUsed as_the_corpus_said{std::nullopt, c.weights_seed};
+    const WeightsUsed& was = golden_case->second.weights.value_or(as_the_corpus_said);
+    const WeightsUsed& is = candidate_case->second.weights.value_or(as_the_corpus_said);
+    if (!was.same_as(is))
+      differences.push_back("case " + c.id + " was rendered from " + is.describe() + ", the baseline from " +
+                            was.describe());
+  }
+  return differences;
+}
 
 std::string latent_file_name(const std::string& case_id) { return case_id + ".latent.safetensors"; }
 std::string image_file_name(const std::string& case_id) { return case_id + ".png"; }
@@ -65,6 +112,7 @@ json RenderManifest::to_json() const {
                         {"output_sha256", record.output_sha256},
                         {"deterministic", record.deterministic},
                         {"seconds", record.seconds}};
+    if (record.weights) out["cases"][id]["weights"] = record.weights->to_json();
   }
   return out;
 }
@@ -88,6 +136,7 @@ RenderManifest RenderManifest::from_json(const json& root, const std::string& la
     record.output_sha256 = string_field(entry, "output_sha256", where);
     record.deterministic = entry.at("deterministic").get<bool>();
     record.seconds = entry.value("seconds", 0.0);
+    if (entry.contains("weights")) record.weights = weights_from_json(entry.at("weights"), where);
     manifest.cases[id] = record;
   }
   return manifest;
@@ -114,6 +163,10 @@ void write_baseline_manifest(const BaselinePaths& paths, const std::string& set,
     throw Error(ErrorKind::invalid_argument,
                 "a baseline is already recorded at " + paths.root + "; golden outputs are never regenerated");
   const auto now = std::chrono::system_clock::now();
+  json weights = json::object();
+  for (const auto& [id, record] : golden.cases) {
+    if (record.weights) weights[id] = record.weights->to_json();
+  }
   json manifest = {
       {"format", 1},
       {"set", set},
@@ -123,6 +176,7 @@ void write_baseline_manifest(const BaselinePaths& paths, const std::string& set,
       {"backend", golden.backend},
       {"precision", golden.precision},
       {"recorded_unix_seconds", std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count()},
+      {"weights", weights},
       {"files", hash_baseline_files(paths)}};
   write_file_atomic(paths.manifest(), manifest.dump(2) + "\n", ParentFolders::create);
 }

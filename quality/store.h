@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,20 @@ std::string latent_file_name(const std::string& case_id);   // "<id>.latent.safe
 std::string image_file_name(const std::string& case_id);    // "<id>.png"
 inline constexpr const char* kLatentTensorName = "latent";  // the tensor inside the latent file
 
+// The DiT weights a case was rendered from: a checkpoint, or the embedded default (seeded random
+// weights, tests/data's for tiny_*) seeded by `seed`. In render.json: "weights": {"path",
+// "sha256"} or {"seed": N}.
+struct WeightsUsed {
+  std::optional<WeightsReference> checkpoint;
+  uint64_t seed = 0;  // with no checkpoint
+  // The same weights: a checkpoint of the same bytes (its path may differ between trees), or no
+  // checkpoint and the same seed.
+  bool same_as(const WeightsUsed& other) const;
+  // "checkpoint <path> (sha256 <hex>)" or "no checkpoint (the embedded default weights, weights_seed N)"
+  std::string describe() const;
+  nlohmann::json to_json() const;
+};
+
 struct RenderRecord {
   std::string latent_sha256, image_sha256;  // of the two files
   // Of the raw output bytes (output_hash in render.h): what bench_e2e reports for the same
@@ -32,6 +47,8 @@ struct RenderRecord {
   std::string output_sha256;
   bool deterministic = false;  // a second render, in a fresh process, gave identical bytes
   double seconds = 0;          // wall time of the first render
+  // What the case was rendered from; absent in a render.json written before weights were recorded.
+  std::optional<WeightsUsed> weights;
 };
 
 struct RenderManifest {
@@ -40,6 +57,13 @@ struct RenderManifest {
   nlohmann::json to_json() const;
   static RenderManifest from_json(const nlohmann::json& json, const std::string& label);
 };
+
+// Why `candidate` cannot be judged against `golden`: one line per case of `corpus` rendered from
+// other weights than the golden's (another checkpoint's bytes, a checkpoint against seeded
+// weights, another seed). A record without weights (a render.json from before weights were
+// recorded) stands for what the corpus alone said then: seeded by the case's weights_seed.
+std::vector<std::string> weights_differences(const Corpus& corpus, const RenderManifest& golden,
+                                             const RenderManifest& candidate);
 
 // Throws dit::Error (io / invalid_file) naming the file.
 RenderManifest load_render_manifest(const std::string& render_dir);
@@ -71,7 +95,8 @@ BaselinePaths baseline_paths(const std::string& baseline_dir, const std::string&
 bool baseline_recorded(const BaselinePaths& paths);
 
 // Hashes every file under golden/ and reference/, and scores.json and reference_scores.json,
-// into MANIFEST.json, with the corpus and contract hashes they were recorded against. Refuses
+// into MANIFEST.json, with the corpus and contract hashes they were recorded against and the
+// weights each golden case was rendered from ("weights": case id -> as in render.json). Refuses
 // (dit::Error) to overwrite a manifest.
 void write_baseline_manifest(const BaselinePaths& paths, const std::string& set, const Corpus& corpus,
                              const Contract& contract, const RenderManifest& golden);

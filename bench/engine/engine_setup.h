@@ -1,7 +1,8 @@
 // Fixed during a session (the performance harness).
 // Models, weights and inputs for the engine benchmarks: one weight set per process (seeded
-// random, or a checkpoint given with --weights), a model per image size built on demand, and
-// fresh random inputs for every iteration.
+// random, or a checkpoint given with --weights, whose sha256 the shared main checks against
+// --weights-sha256 and records before any benchmark runs: bench/support/bench_support.h), a model
+// per image size built on demand, and fresh random inputs for every iteration.
 #pragma once
 
 #include <cstdint>

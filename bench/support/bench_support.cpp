@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -13,6 +14,9 @@
 #include <system_error>
 
 #include <unistd.h>
+
+#include "core/error.h"
+#include "core/sha256.h"
 
 namespace dit::bench {
 namespace {
@@ -76,6 +80,39 @@ const Option request_seed_option("request-seed",
 const Option outputs_dir_option("outputs-dir",
                                 "folder the objective benchmark writes each timed image's outputs to "
                                 "(image-<i>.*), after its timed region");
+
+// A suite's checkpoint brings the option of its expected hash (bench_support.h).
+void declare_weights_sha256_option() {
+  if (!option_registry().count(kWeightsOptionName)) return;
+  option_registry().try_emplace(kWeightsSha256OptionName,
+                                OptionRecord{"the SHA-256 --weights must have (64 hexadecimal digits); another file "
+                                             "is refused with exit code 2",
+                                             "", std::nullopt});
+}
+
+// Checks the suite's checkpoint against --weights-sha256 and records both in `context`; the
+// problem when there is one.
+std::optional<std::string> check_weights(Context& context) {
+  const auto& registry = option_registry();
+  const auto weights = registry.find(kWeightsOptionName);
+  if (weights == registry.end()) return std::nullopt;
+  const auto expected = registry.find(kWeightsSha256OptionName);
+  const bool expected_given = expected != registry.end() && expected->second.given;
+  if (!weights->second.given) {
+    if (expected_given) return std::string("--weights-sha256 needs --weights (a checkpoint to check)");
+    context.emplace_back("weights", "seeded random");
+    return std::nullopt;
+  }
+  try {
+    const std::string sha256 =
+        checked_weights_sha256(*weights->second.given, expected_given ? *expected->second.given : "");
+    context.emplace_back("weights", *weights->second.given);
+    context.emplace_back("weights_sha256", sha256);
+  } catch (const std::invalid_argument& error) {
+    return std::string(error.what());
+  }
+  return std::nullopt;
+}
 
 void print_usage(const char* program) {
   std::printf("%s: a DiT AutoResearch benchmark suite (Google Benchmark flags apply).\n", program);
@@ -191,6 +228,29 @@ TimedImages& timed_images() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The checkpoint
+
+std::string checked_weights_sha256(const std::string& path, const std::string& expected) {
+  const bool hex = expected.size() == 64 && std::all_of(expected.begin(), expected.end(), [](char c) {
+                     return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                   });
+  if (!expected.empty() && !hex)
+    throw std::invalid_argument("--weights-sha256=" + expected + " is not a SHA-256 (64 hexadecimal digits)");
+  std::string actual;
+  try {
+    actual = sha256_file(path);
+  } catch (const Error& error) {
+    throw std::invalid_argument("--weights " + path + ": " + error.what() +
+                                (expected.empty() ? "" : " (expected sha256 " + expected + ")"));
+  }
+  std::string wanted = expected;
+  for (char& c : wanted) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!wanted.empty() && actual != wanted)
+    throw std::invalid_argument("--weights " + path + " has sha256 " + actual + ", not the expected " + wanted);
+  return actual;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Context
 
 std::string commit_description() {
@@ -245,6 +305,7 @@ class ErrorCountingReporter : public benchmark::ConsoleReporter {
 
 int run_main(int argc, char** argv, const DeviceProbe& probe) {
   std::vector<std::string> arguments(argv, argv + argc);
+  declare_weights_sha256_option();
   if (has_flag(arguments, "--help")) {
     print_usage(argv[0]);
     benchmark::Initialize(&argc, argv);  // prints Benchmark's own help and exits
@@ -307,6 +368,12 @@ int run_main(int argc, char** argv, const DeviceProbe& probe) {
 
   const bool listing = has_flag(benchmark_arguments, "--benchmark_list_tests");
   Context context = build_context();
+  if (!listing) {
+    if (const std::optional<std::string> problem = check_weights(context)) {
+      std::fprintf(stderr, "%s: %s\n", argv[0], problem->c_str());
+      return 2;
+    }
+  }
   if (probe && !listing) {
     const std::optional<std::string> no_gpu = probe(context);
     if (no_gpu) {

@@ -105,6 +105,20 @@ class TimedImages {
 };
 TimedImages& timed_images();
 
+// --- The checkpoint of a suite with a `weights` option -----------------------------------------
+//
+// A suite that declares Option("weights", ...) (a checkpoint; seeded random weights without it)
+// also takes `--weights-sha256=HEX`, the file's SHA-256 in 64 hexadecimal digits. Before the GPU
+// check and any benchmark, run_main hashes the file (streamed, once) and ends the process with
+// exit 2, naming the file, the expected and the actual hash, when it differs, cannot be read, or
+// --weights-sha256 comes without --weights; the JSON context then records `weights` (the path, or
+// "seeded random") and, for a file, `weights_sha256`. Listing the benchmarks hashes nothing.
+inline constexpr const char* kWeightsOptionName = "weights";
+inline constexpr const char* kWeightsSha256OptionName = "weights-sha256";
+// The sha256 of the file at `path`, checked against `expected` (64 hexadecimal digits, either
+// case) when that is not empty. Throws std::invalid_argument naming the file and the problem.
+std::string checked_weights_sha256(const std::string& path, const std::string& expected);
+
 // Context that needs no GPU: commit (DIT_COMMIT, else `git describe` of the source tree),
 // build type, CUDA architectures, compiler, build directory, host name.
 using Context = std::vector<std::pair<std::string, std::string>>;

@@ -2,12 +2,15 @@
 // cpu or cuda backend: the latents as DIR/latents.safetensors (the request in its metadata),
 // decoded by the SD VAE (or a tiny one) into one PNG per image.
 // Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem: a seed
-// outside [0, 2^64 - 1], a model config beyond its bounds, a non-finite weight, or no GPU for
-// --backend cuda, which is checked before any weights are built), 1 other.
+// outside [0, 2^64 - 1], a model config beyond its bounds, a non-finite weight, a checkpoint
+// whose sha256 is not --weights-sha256's, or no GPU for --backend cuda, which is checked before
+// any weights are hashed or built), 1 other.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include "core/error.h"
 #include "model/pipeline.h"
 #include "core/safetensors.h"
+#include "core/sha256.h"
 #include "model/sampler.h"
 #include "model/weights.h"
 
@@ -32,6 +36,7 @@ struct Options {
   std::optional<std::string> model_name;  // default: the checkpoint's own config, else DiT-XL/2
   int image_size = 256;
   std::string weights_path;
+  std::string weights_sha256;  // expected sha256 of weights_path; empty: not checked, only recorded
   bool random_weights = false;
   uint64_t weights_seed = 0;
   std::vector<int> classes;
@@ -45,6 +50,7 @@ struct Options {
   std::string out_dir = "out";
   std::string vae;  // sd, tiny or none; default: sd at DiT's image sizes, tiny for smaller test models
   std::string vae_weights_path;
+  std::string vae_weights_sha256;
   dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
@@ -60,6 +66,16 @@ const CLI::Validator kSeed(
       return "";
     },
     "SEED");
+
+// A SHA-256 in hexadecimal: 64 digits, either case.
+const CLI::Validator kSha256(
+    [](std::string& text) -> std::string {
+      const bool hex = text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+                         return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+                       });
+      return hex ? "" : "'" + text + "' is not a SHA-256 (64 hexadecimal digits)";
+    },
+    "HEX");
 
 // A switch: 0 or 1 (also true/false, on/off, yes/no), not any number CLI11 would take as true.
 const CLI::Validator kSwitch(
@@ -79,6 +95,10 @@ void add_options(CLI::App& app, Options& o) {
   auto* random = app.add_flag("--random-weights", o.random_weights, "seeded random weights instead of a checkpoint");
   weights->excludes(random);
   random->excludes(weights);
+  app.add_option("--weights-sha256", o.weights_sha256,
+                 "the SHA-256 --weights must have (64 hex digits); another file is refused")
+      ->check(kSha256)
+      ->needs(weights);
   app.add_option("--weights-seed", o.weights_seed, "seed of --random-weights")->check(kSeed)->capture_default_str();
   app.add_option("--class", o.classes, "class label of one image (repeat for a batch)")->required();
   app.add_option("--seed", o.seeds, "noise seed per image: one (image i gets seed + i) or one per --class")
@@ -97,10 +117,15 @@ void add_options(CLI::App& app, Options& o) {
                  "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
                  "or none (latents only) (default: sd for images of 256 and more, else tiny)")
       ->check(CLI::IsMember({"sd", "tiny", "none"}));
-  app.add_option(
-         "--vae-weights", o.vae_weights_path,
-         "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
-      ->check(CLI::ExistingFile);
+  auto* vae_weights =
+      app.add_option(
+             "--vae-weights", o.vae_weights_path,
+             "safetensors VAE checkpoint, diffusers or original LDM names (default: random, seeded by --weights-seed)")
+          ->check(CLI::ExistingFile);
+  app.add_option("--vae-weights-sha256", o.vae_weights_sha256,
+                 "the SHA-256 --vae-weights must have (64 hex digits); another file is refused")
+      ->check(kSha256)
+      ->needs(vae_weights);
   // The engine reads no environment: these options do, through CLI11, as their defaults.
   app.add_option("--cuda-graphs", o.engine.cuda_graphs, "capture and replay CUDA Graphs (cuda backend; 0 = eager)")
       ->envname("DIT_CUDA_GRAPHS")
@@ -177,8 +202,26 @@ std::string resolve_vae(const Options& o, const dit::ModelConfig& config) {
   return config.input_size * 8 >= 256 ? "sd" : "tiny";
 }
 
-std::string request_json(const Options& o, const dit::ModelConfig& config, const dit::SampleRequest& r) {
-  const nlohmann::json json = {
+// The sha256 of the checkpoint at `path` (streamed, not read whole), which must equal `expected`
+// (either case) when one is given; `option` names the option in the error.
+std::string checked_sha256(const std::string& option, const std::string& path, const std::string& expected) {
+  const std::string actual = dit::sha256_file(path);
+  std::string wanted = expected;
+  for (char& c : wanted) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!wanted.empty() && actual != wanted)
+    throw dit::Error(dit::ErrorKind::invalid_file,
+                     option + " " + path + " has sha256 " + actual + ", not the expected " + wanted);
+  return actual;
+}
+
+// The sha256 of each checkpoint file, as the request records them (empty for random weights).
+struct WeightsHashes {
+  std::string dit, vae;
+};
+
+std::string request_json(const Options& o, const dit::ModelConfig& config, const dit::SampleRequest& r,
+                         const WeightsHashes& hashes) {
+  nlohmann::json json = {
       {"model", nlohmann::json::parse(dit::to_json(config))},
       {"weights", o.random_weights ? "random:" + std::to_string(o.weights_seed) : o.weights_path},
       {"class_labels", r.class_labels},
@@ -191,6 +234,8 @@ std::string request_json(const Options& o, const dit::ModelConfig& config, const
       {"precision", o.precision},
       {"vae", resolve_vae(o, config)},
       {"vae_weights", o.vae_weights_path.empty() ? "random:" + std::to_string(o.weights_seed) : o.vae_weights_path}};
+  if (!hashes.dit.empty()) json["weights_sha256"] = hashes.dit;
+  if (!hashes.vae.empty()) json["vae_weights_sha256"] = hashes.vae;
   return json.dump();
 }
 
@@ -205,6 +250,12 @@ int run(const Options& o) {
   const dit::Precision precision = dit::parse_precision(o.precision);
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);
+  // Each checkpoint is hashed before it is loaded, so a file that is not the expected one is
+  // refused before seconds of loading; the request records the hashes either way.
+  WeightsHashes hashes;
+  if (!o.weights_path.empty()) hashes.dit = checked_sha256("--weights", o.weights_path, o.weights_sha256);
+  if (!o.vae_weights_path.empty())
+    hashes.vae = checked_sha256("--vae-weights", o.vae_weights_path, o.vae_weights_sha256);
   std::unique_ptr<dit::DitModel> model;
   {
     const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
@@ -247,7 +298,8 @@ int run(const Options& o) {
 
   const std::filesystem::path out(o.out_dir);
   const std::string latents_path = (out / "latents.safetensors").string();
-  dit::write_safetensors(latents_path, {{"latents", result.latents}}, {{"request", request_json(o, config, request)}});
+  dit::write_safetensors(latents_path, {{"latents", result.latents}},
+                         {{"request", request_json(o, config, request, hashes)}});
   std::fprintf(stderr, "wrote %s %s\n", latents_path.c_str(), dit::shape_string(result.latents.shape).c_str());
   for (size_t i = 0; i < result.images.size(); ++i) {
     char name[96];

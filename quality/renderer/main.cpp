@@ -11,6 +11,8 @@
 // per-case output_sha256 to FILE, a file in a temporary folder under TMPDIR that the parent removes,
 // never in the render directory. A case is deterministic when both processes gave the same bytes.
 // `calibrate --write-contract PATH` writes the proposed floors into the contract at PATH.
+// Every checkpoint a case renders from (its own or the set's: --weights, gate-sets.json) is hashed
+// before anything is rendered; a missing one or one of another sha256 is exit 2, nothing written.
 // Exit codes: 0 rendered, 1 a render crashed, 2 bad input or setup, 77 skipped (no GPU for a GPU
 // set without DIT_REQUIRE_GPU=1).
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -76,8 +79,28 @@ RenderSettings render_settings(const GateSet& set, bool verbose) {
     throw SetupError(error.what());
   }
   settings.data_dir = set.data_dir;
+  settings.weights = set.weights;
   if (verbose) settings.log = &std::cout;
   return settings;
+}
+
+// Every checkpoint the corpus renders from, each file hashed once: one that is missing, unreadable
+// or of another sha256 is a SetupError naming it, before anything is rendered or written. Called
+// after the GPU check, so that a GPU set still skips on a machine without the GPU or the file.
+// Returns the checkpoints, each once.
+std::vector<WeightsReference> check_weights_files(const Corpus& corpus, const GateSet& set,
+                                                  const RenderSettings& settings) {
+  std::vector<WeightsReference> checked;
+  for (const Case& c : corpus.cases) {
+    const std::optional<WeightsReference>& checkpoint = case_weights(c, settings);
+    if (!checkpoint || std::find(checked.begin(), checked.end(), *checkpoint) != checked.end()) continue;
+    const std::string problem = weights_file_problem(*checkpoint);
+    if (!problem.empty())
+      throw SetupError(c.weights ? set.corpus + ":" + std::to_string(c.line) + ": case " + c.id + ": " + problem
+                                 : "gate set " + set.name + " (the weights of case " + c.id + "): " + problem);
+    checked.push_back(*checkpoint);
+  }
+  return checked;
 }
 
 constexpr const char* kDeterminismPassOption = "--determinism-pass";
@@ -146,6 +169,8 @@ int command_determinism_pass(const SetOptions& o, const std::string& hash_file) 
   const Inputs inputs = load_renderable_inputs(set);
   const RenderSettings settings = render_settings(set, false);
   if (int code = gpu_gate(set)) return code;
+  // The checkpoints are not hashed again: the parent checked them just before, and a file changed
+  // since gives other bytes here, which makes its cases not deterministic.
   const std::map<std::string, std::string> hashes = render_output_hashes(inputs.corpus, settings);
   write_json_atomic(hash_file, {{"format", kHashFileFormat}, {"pid", getpid()}, {"output_sha256", hashes}});
   std::cout << "determinism pass in process " << getpid() << " (parent " << getppid() << "): rendered " << hashes.size()
@@ -159,6 +184,8 @@ int command_render(const SetOptions& o, const Locations& l, const std::string& o
   const Inputs inputs = load_renderable_inputs(set);
   const RenderSettings settings = render_settings(set, true);
   if (int code = gpu_gate(set)) return code;
+  for (const WeightsReference& checkpoint : check_weights_files(inputs.corpus, set, settings))
+    std::cout << "weights: " << checkpoint.path << " (sha256 " << checkpoint.sha256 << ", checked)\n";
   const std::string out = out_option.empty() ? render_dir_of(l, set) : out_option;
   try {
     const RenderManifest manifest =
@@ -286,6 +313,7 @@ int command_calibrate(const SetOptions& o, const CalibrateOptions& c) {
   const RenderSettings settings = render_settings(set, false);
   std::string why;
   if (set.needs_gpu() && !gpu_available(why)) throw SetupError("gate set " + set.name + " needs a GPU (" + why + ")");
+  check_weights_files(inputs.corpus, set, settings);
   if (!c.write_contract.empty()) {  // refuse a bad contract before hours of rendering
     try {
       parse_contract(read_text_file(c.write_contract, "contract "), c.write_contract);

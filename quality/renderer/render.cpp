@@ -15,8 +15,10 @@ namespace dit::quality {
 
 namespace {
 
-std::string model_key(const Case& c) {
-  return c.model + "|" + std::to_string(c.image_size) + "|" + c.vae + "|" + std::to_string(c.weights_seed);
+std::string model_key(const Case& c, const RenderSettings& settings) {
+  const std::optional<WeightsReference>& checkpoint = case_weights(c, settings);
+  return c.model + "|" + std::to_string(c.image_size) + "|" + c.vae + "|" + std::to_string(c.weights_seed) + "|" +
+         (checkpoint ? checkpoint->path + "|" + checkpoint->sha256 : std::string());
 }
 
 SampleRequest request_for(const Case& c) {
@@ -49,6 +51,14 @@ struct Renderer::Loaded {
 Renderer::Renderer(RenderSettings settings) : settings_(std::move(settings)) {}
 Renderer::~Renderer() = default;
 
+const std::optional<WeightsReference>& case_weights(const Case& c, const RenderSettings& settings) {
+  return c.weights ? c.weights : settings.weights;
+}
+
+WeightsUsed weights_used(const Case& c, const RenderSettings& settings) {
+  return {case_weights(c, settings), c.weights_seed};
+}
+
 ModelConfig case_model_config(const Case& c, const std::string& data_dir) {
   if (!is_tiny_model(c.model)) return model_config(c.model, c.image_size);
   const std::string path = tiny_weights_path(c, data_dir);
@@ -59,12 +69,14 @@ ModelConfig case_model_config(const Case& c, const std::string& data_dir) {
 }
 
 Renderer::Loaded& Renderer::load(const Case& c) {
-  if (loaded_ && loaded_->key == model_key(c)) return *loaded_;
+  if (loaded_ && loaded_->key == model_key(c, settings_)) return *loaded_;
   loaded_.reset();  // release the previous model's memory before loading the next
   auto loaded = std::make_unique<Loaded>();
-  loaded->key = model_key(c);
+  loaded->key = model_key(c, settings_);
   loaded->config = case_model_config(c, settings_.data_dir);
-  DitWeights weights = is_tiny_model(c.model)
+  const std::optional<WeightsReference>& checkpoint = case_weights(c, settings_);
+  DitWeights weights = checkpoint ? DitWeights::load(checkpoint->path, loaded->config)
+                       : is_tiny_model(c.model)
                            ? DitWeights::load(tiny_weights_path(c, settings_.data_dir), loaded->config)
                            : DitWeights::random(loaded->config, c.weights_seed);
   if (settings_.edit_weights) settings_.edit_weights(weights);
@@ -113,11 +125,11 @@ RenderedCase Renderer::render_in_batch(const Case& c, int companions, int positi
 namespace {
 
 // The cases grouped by model, so each model is loaded once.
-std::vector<const Case*> in_model_order(const Corpus& corpus) {
+std::vector<const Case*> in_model_order(const Corpus& corpus, const RenderSettings& settings) {
   std::vector<const Case*> order;
   for (const Case& c : corpus.cases) order.push_back(&c);
   std::stable_sort(order.begin(), order.end(),
-                   [](const Case* a, const Case* b) { return model_key(*a) < model_key(*b); });
+                   [&](const Case* a, const Case* b) { return model_key(*a, settings) < model_key(*b, settings); });
   return order;
 }
 
@@ -136,12 +148,13 @@ RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const
   manifest.precision = precision_name(settings.precision);
   {
     Renderer renderer(settings);
-    for (const Case* c : in_model_order(corpus)) {
+    for (const Case* c : in_model_order(corpus, settings)) {
       const auto start = std::chrono::steady_clock::now();
       const RenderedCase first = renderer.render(*c);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       RenderRecord record = write_rendered_case(out_dir, c->id, first);
       record.seconds = seconds;
+      record.weights = weights_used(*c, settings);
       if (settings.log) *settings.log << c->id << ": " << seconds << " s\n";
       manifest.cases[c->id] = record;
     }
@@ -161,7 +174,7 @@ RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const
 std::map<std::string, std::string> render_output_hashes(const Corpus& corpus, const RenderSettings& settings) {
   std::map<std::string, std::string> hashes;
   Renderer renderer(settings);
-  for (const Case* c : in_model_order(corpus)) {
+  for (const Case* c : in_model_order(corpus, settings)) {
     const RenderedCase rendered = renderer.render(*c);
     hashes[c->id] = output_hash(rendered.latent, rendered.image);
   }

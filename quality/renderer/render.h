@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct RenderSettings {
   // judged never depends on a benchmark switch (bench_e2e honours them, and its hash then differs).
   EngineOptions engine;
   std::string data_dir;  // tests/data: the weights of the tiny_a / tiny_b models
+  // The gate set's DiT checkpoint, for the cases that name none of their own. The renderer loads
+  // a checkpoint as named: dit-quality-render checks every file's sha256 before it renders.
+  std::optional<WeightsReference> weights;
   // Edits the DiT weights after loading (tests emulate engine bugs this way).
   std::function<void(DitWeights&)> edit_weights;
   std::ostream* log = nullptr;  // one line per case when set
@@ -49,8 +53,14 @@ class Renderer {
   std::unique_ptr<Loaded> loaded_;
 };
 
-// The model configuration of a case (a tiny model's from its weights file under `data_dir`).
+// The model configuration of a case (a tiny model's from its weights file under `data_dir`); a
+// checkpoint must hold the weights of that configuration.
 ModelConfig case_model_config(const Case& c, const std::string& data_dir);
+
+// The checkpoint `c` renders from: its own, else the set's; nullopt: the embedded default.
+const std::optional<WeightsReference>& case_weights(const Case& c, const RenderSettings& settings);
+// What render.json records of `c`'s DiT weights.
+WeightsUsed weights_used(const Case& c, const RenderSettings& settings);
 
 // Case id -> output_hash of a second render of every case, made independently of the first.
 using SecondRender = std::function<std::map<std::string, std::string>()>;

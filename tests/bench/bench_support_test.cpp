@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench/support/bench_support.h"
+#include "core/sha256.h"
 #include "bench/engine/model_costs.h"
 #include "model/config.h"
 
@@ -133,6 +136,60 @@ TEST(ModelCosts, WeightBytesFollowThePrecision) {
   EXPECT_DOUBLE_EQ(weight_bytes(config, Precision::fp32), 2.0 * weight_bytes(config, Precision::bf16));
 }
 
+// --- The checkpoint of a suite with a `weights` option ----------------------------------------
+
+// As a suite declares it: the harness then also takes --weights-sha256.
+const Option weights_option(kWeightsOptionName, "a checkpoint (test)");
+
+std::mt19937_64& random_engine() {
+  static std::mt19937_64 engine(std::random_device{}());
+  return engine;
+}
+
+std::string random_sha256() {
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[random_engine()() % 16];
+  return hex;
+}
+
+// A file of fresh random bytes at `path`; returns their sha256.
+std::string write_random_file(const std::filesystem::path& path) {
+  std::string bytes(1 + random_engine()() % 200000, '\0');
+  for (char& byte : bytes) byte = static_cast<char>(random_engine()());
+  std::ofstream(path, std::ios::binary) << bytes;
+  return sha256_hex(bytes);
+}
+
+TEST(CheckedWeightsSha256, ReturnsTheFilesHashAndRefusesAnyOther) {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("dit-bench-weights-" + std::to_string(getpid()) + ".safetensors");
+  const std::string actual = write_random_file(file);
+  std::string upper = actual;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const std::string& expected : {std::string(), actual, upper})
+    EXPECT_EQ(checked_weights_sha256(file.string(), expected), actual) << expected;
+
+  const std::string wrong = random_sha256();
+  struct Refusal {
+    std::string path, expected, mentions;
+  };
+  const std::vector<Refusal> refusals = {
+      {file.string(), wrong, file.string() + " has sha256 " + actual + ", not the expected " + wrong},
+      {file.string() + ".missing", actual, file.string() + ".missing"},
+      {file.string(), actual.substr(1), "is not a SHA-256 (64 hexadecimal digits)"},
+      {file.string(), actual.substr(1) + "z", "is not a SHA-256"},
+  };
+  for (const Refusal& refusal : refusals) {
+    try {
+      checked_weights_sha256(refusal.path, refusal.expected);
+      ADD_FAILURE() << "accepted " << refusal.path << " with " << refusal.expected;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(refusal.mentions), std::string::npos) << error.what();
+    }
+  }
+  std::filesystem::remove(file);
+}
+
 // A benchmark for run_main to run: cheap and deterministic.
 void BM_SupportTestSum(benchmark::State& state) {
   int64_t sum = 0;
@@ -192,8 +249,11 @@ TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheOutputsDirector
     return std::optional<std::string>();
   };
   const std::filesystem::path outputs = directory_ / "perf" / "0";
+  const std::filesystem::path weights = directory_ / "weights.safetensors";
+  const std::string weights_sha256 = write_random_file(weights);
   ASSERT_EQ(run_main_with({"bench_support_test", "--benchmark_filter=BM_SupportTest(Sum|TimedImages)",
-                           "--benchmark_min_time=0.001", "--request-seed=99", "--outputs-dir=" + outputs.string()},
+                           "--benchmark_min_time=0.001", "--request-seed=99", "--outputs-dir=" + outputs.string(),
+                           "--weights=" + weights.string(), "--weights-sha256=" + weights_sha256},
                           gpu),
             0);
   const std::filesystem::path written = directory_ / "bench" / "bench_support_test.json";
@@ -202,6 +262,8 @@ TEST_F(RunMain, PerfRunWritesJsonWithBuildAndDeviceContextIntoTheOutputsDirector
   const nlohmann::json json = nlohmann::json::parse(std::ifstream(written));
   EXPECT_EQ(json["context"]["dit_commit"], "abc1234-test");
   EXPECT_EQ(json["context"]["gpu_name"], "Test GPU");
+  EXPECT_EQ(json["context"]["weights"], weights.string());
+  EXPECT_EQ(json["context"]["weights_sha256"], weights_sha256);
   for (const char* key : {"dit_build_type", "dit_cuda_architectures", "dit_compiler", "dit_build_dir", "dit_host"}) {
     EXPECT_TRUE(json["context"].contains(key)) << key;
   }
@@ -240,6 +302,28 @@ TEST_F(RunMain, GpuSuiteSkipsWithoutAGpuAndFailsWhenOneIsRequired) {
   EXPECT_EQ(run_main_with({"bench_x", "--benchmark_filter=BM_SupportTestSum"}, no_gpu), 77);
   setenv("DIT_REQUIRE_GPU", "1", 1);
   EXPECT_EQ(run_main_with({"bench_x", "--benchmark_filter=BM_SupportTestSum"}, no_gpu), 1);
+}
+
+// Before the GPU check: a checkpoint of another sha256 is exit 2, not a skip (77).
+TEST_F(RunMain, RejectsACheckpointOfAnotherSha256WithExitCode2BeforeTheGpuCheck) {
+  const DeviceProbe no_gpu = [](Context&) { return std::optional<std::string>("no CUDA device"); };
+  const std::filesystem::path weights = directory_ / "weights.safetensors";
+  const std::string actual = write_random_file(weights);
+  const std::vector<std::vector<std::string>> refused = {
+      {"--weights=" + weights.string(), "--weights-sha256=" + random_sha256()},
+      {"--weights=" + (directory_ / "missing.safetensors").string(), "--weights-sha256=" + actual},
+      {"--weights=" + weights.string(), "--weights-sha256=" + actual.substr(2)},
+      {"--weights-sha256=" + actual},
+  };
+  for (const std::vector<std::string>& options : refused) {
+    std::vector<std::string> arguments = {"bench_x", "--benchmark_filter=BM_SupportTestSum"};
+    arguments.insert(arguments.end(), options.begin(), options.end());
+    EXPECT_EQ(run_main_with(arguments, no_gpu), 2) << options.front();
+  }
+  EXPECT_EQ(run_main_with({"bench_x", "--benchmark_filter=BM_SupportTestSum", "--weights=" + weights.string(),
+                           "--weights-sha256=" + actual},
+                          no_gpu),
+            77);
 }
 
 TEST_F(RunMain, RejectsUnknownFlagsWithExitCode2) { EXPECT_EQ(run_main_with({"bench_x", "--no-such-flag=1"}, {}), 2); }

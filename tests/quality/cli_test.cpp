@@ -1,6 +1,8 @@
 // dit-quality's and dit-quality-render's exit codes: 2 naming the problem for malformed inputs or
 // a refused baseline, 77 with the way to record a baseline when none is recorded; the renderer
-// writing where --out says; a baseline whose golden render fails recording nothing; where each
+// writing where --out says; a baseline whose golden render fails recording nothing; a gate
+// refusing (2) a render from other weights than the baseline's, and the baseline recording the
+// weights it was rendered from; where each
 // program reads and writes in the driver's stage views (DIT_OUTPUT_DIR, DIT_JUDGE_DIR,
 // DIT_BASELINE_DIR, DIT_CLASSIFICATION) and without them (--default-run-dir); DIT_RUN_DIR is
 // read by neither.
@@ -17,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/sha256.h"
 #include "tests/support/process_runner.h"
 
 namespace {
@@ -333,6 +336,95 @@ TEST_F(Cli, AGateJudgesTheRenderInTheOutputDir) {
       gate);
   EXPECT_EQ(result.exit_code, 2) << result.output;
   EXPECT_NE(result.output.find("unknown classification \"fast\""), std::string::npos) << result.output;
+}
+
+// A contract for a one-case corpus "tiny.jsonl" (its case "tiny-b" critical), with floors for
+// the CPU and gate set "tiny".
+nlohmann::json tiny_contract() {
+  nlohmann::json metrics;
+  for (const char* name : {"latent_relative_l2", "max_abs_pixel_error"})
+    metrics[name] = {{"direction", "lower"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
+  for (const char* name : {"image_psnr", "image_ssim", "all_finite", "determinism"})
+    metrics[name] = {{"direction", "higher"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
+  const nlohmann::json exact = {{"latent_relative_l2", 1e-6}, {"image_psnr", 80.0}, {"image_ssim", 0.99999},
+                                {"max_abs_pixel_error", 2.0}, {"all_finite", 1.0},  {"determinism", 1.0}};
+  return {{"about", "cli_test"},
+          {"version", 2},
+          {"strict_zero_regression", false},
+          {"strict_classifications", {"quantization"}},
+          {"required_metrics",
+           {"latent_relative_l2", "image_psnr", "image_ssim", "max_abs_pixel_error", "all_finite", "determinism"}},
+          {"metrics", metrics},
+          {"floors", {{"cpu", {{"tiny", {{"calibration", "none.json"}, {"margin", "test"}, {"exact", exact}}}}}}},
+          {"critical_cases", {{"tiny.jsonl", {"tiny-b"}}}}};
+}
+
+// The checkpoint copies hold tiny_b's own tests/data weights, so every render below has the same
+// bytes: a gate refuses on the weights alone, and accepts the same checkpoint at another path.
+TEST_F(Cli, AGateRefusesARenderFromOtherWeightsThanTheBaselines) {
+  write(
+      "tiny.jsonl",
+      R"({"id": "tiny-b", "model": "tiny_b", "image_size": 64, "class_label": 3, "seed": 11, "sampler": "ddim", "steps": 3, "cfg_scale": 4.0, "critical": true, "vae": "tiny"})"
+      "\n");
+  write("contract.json", tiny_contract().dump(2));
+  std::string copies[2];
+  for (int i = 0; i < 2; ++i) {
+    fs::create_directories(dir_ + "/copy" + std::to_string(i));
+    copies[i] = fs::path(dir_ + "/copy" + std::to_string(i) + "/ckpt.safetensors").lexically_normal().string();
+    fs::copy_file(std::string(DIT_TEST_DATA_DIR) + "/dit_tiny_b.weights.safetensors", copies[i]);
+  }
+  const std::string sha256 = dit::sha256_file(copies[0]);
+  const std::string set = " --corpus " + dir_ + "/tiny.jsonl --contract " + dir_ +
+                          "/contract.json --set tiny --data-dir " + DIT_TEST_DATA_DIR;
+  const std::string from_copy[2] = {" --weights " + copies[0] + " --weights-sha256 " + sha256,
+                                    " --weights " + copies[1] + " --weights-sha256 " + sha256};
+
+  Result result =
+      run("baseline" + set + " --renderer " + DIT_QUALITY_RENDER_PROGRAM + " --baseline-dir " + dir_ + "/seeded");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  result = run("baseline" + set + from_copy[0] + " --renderer " + DIT_QUALITY_RENDER_PROGRAM + " --baseline-dir " +
+               dir_ + "/checkpoint");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const nlohmann::json seeded_manifest = nlohmann::json::parse(read_text(dir_ + "/seeded/quality/tiny/MANIFEST.json"));
+  EXPECT_EQ(seeded_manifest.at("weights"), nlohmann::json({{"tiny-b", {{"seed", 0}}}})) << seeded_manifest.dump(2);
+  const nlohmann::json manifest = nlohmann::json::parse(read_text(dir_ + "/checkpoint/quality/tiny/MANIFEST.json"));
+  EXPECT_EQ(manifest.at("weights"), nlohmann::json({{"tiny-b", {{"path", copies[0]}, {"sha256", sha256}}}}))
+      << manifest.dump(2);
+  const nlohmann::json golden = nlohmann::json::parse(read_text(dir_ + "/checkpoint/quality/tiny/golden/render.json"));
+  EXPECT_EQ(golden.at("cases").at("tiny-b").at("weights"), manifest.at("weights").at("tiny-b"));
+
+  result = render("render" + set + " --run-dir " + dir_ + "/run-seeded");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  result = render("render" + set + from_copy[1] + " --run-dir " + dir_ + "/run-checkpoint");
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  struct Row {
+    std::string baseline, render;
+    int exit_code;
+    std::string mentions;
+  };
+  const std::vector<Row> rows = {
+      {"seeded", "seeded", 0, "PASS"},
+      {"checkpoint", "checkpoint", 0, "PASS"},  // the same bytes at another path
+      {"seeded", "checkpoint", 2,
+       "case tiny-b was rendered from checkpoint " + copies[1] + " (sha256 " + sha256 +
+           "), the baseline from no checkpoint (the embedded default weights, weights_seed 0)"},
+      {"checkpoint", "seeded", 2,
+       "case tiny-b was rendered from no checkpoint (the embedded default weights, weights_seed 0), the baseline from "
+       "checkpoint " +
+           copies[0]},
+  };
+  for (const Row& row : rows) {
+    const std::string name = row.baseline + " baseline, " + row.render + " render";
+    result = run_program(in_environment("", DIT_QUALITY_PROGRAM),
+                         "gate" + set + " --metric latent_relative_l2 --run-dir " + dir_ + "/run-" + row.render +
+                             " --baseline-dir " + dir_ + "/" + row.baseline);
+    EXPECT_EQ(result.exit_code, row.exit_code) << name << "\n" << result.output;
+    EXPECT_NE(result.output.find(row.mentions), std::string::npos) << name << "\n" << result.output;
+    const nlohmann::json report =
+        nlohmann::json::parse(read_text(dir_ + "/run-" + row.render + "/gates/quality.tiny.latent_relative_l2.json"));
+    EXPECT_EQ(report.at("passed"), row.exit_code == 0) << name << "\n" << report.dump(2);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // dit-quality-render's own processes: `render` checks determinism with a second render in a fresh
 // process of its own, which writes nothing into the render directory and leaves nothing in TMPDIR;
-// `calibrate --write-contract` writes the proposed floors for (device, set) into a contract under
-// a lock of its folder (several calibrations may write one at once), and refuses (exit 2) a file
-// that is not one.
+// it renders a checkpoint named by a corpus case, a gate set or --weights as the seeded weights it
+// was written from, and refuses (exit 2, nothing written) one that is missing or of another
+// sha256; `calibrate --write-contract` writes the proposed floors for (device, set) into a
+// contract under a lock of its folder (several calibrations may write one at once), and refuses
+// (exit 2) a file that is not one.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <regex>
 #include <set>
 #include <string>
@@ -21,8 +24,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/safetensors.h"
+#include "core/sha256.h"
+#include "model/weights.h"
+#include "quality/corpus.h"
+#include "quality/renderer/render.h"
+#include "quality/store.h"
+#include "tests/model/diffusers_layout.h"
 #include "tests/support/process_runner.h"
 
+namespace dit::quality {
 namespace {
 
 namespace fs = std::filesystem;
@@ -110,6 +121,150 @@ TEST_F(RenderCli, DeterminismIsCheckedByASecondRenderInAFreshProcess) {
   EXPECT_TRUE(fs::is_empty(dir_ + "/tmp"));
 }
 
+std::mt19937_64& random_engine() {
+  static std::mt19937_64 engine(std::random_device{}());
+  return engine;
+}
+
+std::string random_hex() {
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[random_engine()() % 16];
+  return hex;
+}
+
+// The one case of the corpus (its class label and noise seed fresh), with `fields` appended.
+std::string tiny_case(int class_label, uint64_t seed, const std::string& fields) {
+  return "{\"id\": \"tiny-b\", \"model\": \"tiny_b\", \"image_size\": 64, \"class_label\": " +
+         std::to_string(class_label) + ", \"seed\": " + std::to_string(seed) +
+         ", \"sampler\": \"ddim\", \"steps\": 3, \"cfg_scale\": 4.0, \"critical\": true, \"vae\": \"tiny\"" + fields +
+         "}\n";
+}
+
+std::string weights_field(const std::string& path, const std::string& sha256) {
+  return ", \"weights\": {\"path\": \"" + path + "\", \"sha256\": \"" + sha256 + "\"}";
+}
+
+// A checkpoint written from seeded random weights renders as those weights do, bit for bit, whether
+// a corpus case names it (in the engine's layout or diffusers'), the gate set does, or --weights
+// gives it; render.json records the file (its path resolved) and its sha256.
+TEST_F(RenderCli, ACheckpointRendersAsTheSeededWeightsItWasWrittenFrom) {
+  const uint64_t weights_seed = random_engine()();
+  const int class_label = static_cast<int>(random_engine()() % 10);
+  const uint64_t noise_seed = random_engine()();
+  const Corpus plain = parse_corpus(tiny_case(class_label, noise_seed, ""), dir_ + "/tiny.jsonl");
+  const ModelConfig config = case_model_config(plain.cases.at(0), DIT_TEST_DATA_DIR);
+  const DitWeights seeded = DitWeights::random(config, weights_seed);
+
+  fs::create_directories(dir_ + "/ckpt/transformer");
+  const std::string engine_file = dir_ + "/ckpt/engine.safetensors";
+  write_safetensors(engine_file, seeded.tensors, {{"config", to_json(config)}});
+  std::vector<std::string> unmapped;
+  const std::string diffusers_file = dir_ + "/ckpt/transformer/diffusion_pytorch_model.safetensors";
+  write_safetensors(diffusers_file, dit::test::diffusers_layout(seeded, config, false, unmapped));
+  ASSERT_TRUE(unmapped.empty()) << unmapped.front();
+
+  RenderSettings settings;
+  settings.data_dir = DIT_TEST_DATA_DIR;
+  settings.edit_weights = [&](DitWeights& weights) { weights = seeded; };
+  const RenderedCase expected = Renderer(settings).render(plain.cases.at(0));
+
+  struct Row {
+    std::string name, corpus_fields, gate_sets_weights, options, checkpoint;
+  };
+  const std::string engine_sha256 = sha256_file(engine_file), diffusers_sha256 = sha256_file(diffusers_file);
+  const std::vector<Row> rows = {
+      {"corpus-engine-layout", weights_field("../ckpt/engine.safetensors", engine_sha256), "", "", engine_file},
+      {"corpus-diffusers-layout",
+       weights_field("../ckpt/transformer/diffusion_pytorch_model.safetensors", diffusers_sha256), "", "",
+       diffusers_file},
+      {"gate-set", "", "../../ckpt/engine.safetensors", "", engine_file},
+      {"weights-option", "", "", " --weights " + engine_file + " --weights-sha256 " + engine_sha256, engine_file},
+  };
+  for (const Row& row : rows) {
+    const std::string folder = dir_ + "/" + row.name;
+    fs::create_directories(folder + "/build");
+    const std::string corpus = write(row.name + "/tiny.jsonl", tiny_case(class_label, noise_seed, row.corpus_fields));
+    std::string set = " --corpus " + corpus + " --contract " + dir_ + "/contract.json --set tiny";
+    if (!row.gate_sets_weights.empty()) {
+      const nlohmann::json gate_sets = {
+          {"sets",
+           {{{"name", "tiny"},
+             {"corpus", corpus},
+             {"contract", dir_ + "/contract.json"},
+             {"backend", "cpu"},
+             {"precision", "fp32"},
+             {"data_dir", DIT_TEST_DATA_DIR},
+             {"weights", {{"path", row.gate_sets_weights}, {"sha256", engine_sha256}}}}}}};
+      set = " --gate-sets " + write(row.name + "/build/gate-sets.json", gate_sets.dump()) + " --set tiny";
+    }
+    const Result result =
+        render("", "render" + set + " --data-dir " + DIT_TEST_DATA_DIR + row.options + " --out " + folder + "/render");
+    ASSERT_EQ(result.exit_code, 0) << row.name << "\n" << result.output;
+    const std::string checkpoint = fs::path(row.checkpoint).lexically_normal().string();
+    EXPECT_NE(result.output.find("weights: " + checkpoint + " (sha256 "), std::string::npos) << result.output;
+    const RenderManifest manifest = load_render_manifest(folder + "/render");
+    const RenderRecord& record = manifest.cases.at("tiny-b");
+    ASSERT_TRUE(record.weights && record.weights->checkpoint) << row.name;
+    EXPECT_EQ(record.weights->checkpoint->path, checkpoint) << row.name;
+    EXPECT_EQ(record.weights->checkpoint->sha256, sha256_file(row.checkpoint)) << row.name;
+    EXPECT_TRUE(record.deterministic) << row.name;
+    EXPECT_EQ(record.output_sha256, output_hash(expected.latent, expected.image)) << row.name;
+    const Tensor latent =
+        SafetensorsFile::open(folder + "/render/" + latent_file_name("tiny-b")).to_float(kLatentTensorName);
+    EXPECT_EQ(latent.shape, expected.latent.shape) << row.name;
+    EXPECT_EQ(latent.data, expected.latent.data) << row.name;
+  }
+}
+
+// A checkpoint that is missing, or whose bytes hash to another sha256, is refused with exit 2 and a
+// message naming the file, the expected and the actual hash, before anything is rendered or
+// written; so is a --weights without a well-formed --weights-sha256.
+TEST_F(RenderCli, AMissingOrMismatchedCheckpointIsRefusedBeforeAnythingIsWritten) {
+  // As the renderer names them: normalised.
+  const std::string checkpoint = fs::path(dir_ + "/ckpt.safetensors").lexically_normal().string();
+  const std::string missing = fs::path(dir_ + "/no-such.safetensors").lexically_normal().string();
+  fs::copy_file(std::string(DIT_TEST_DATA_DIR) + "/dit_tiny_b.weights.safetensors", checkpoint);
+  const std::string actual = sha256_file(checkpoint), wrong = random_hex();
+  struct Row {
+    std::string name, corpus_fields, options;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<Row> rows = {
+      {"case-mismatch",
+       weights_field(checkpoint, wrong),
+       "",
+       {"tiny.jsonl:1: case tiny-b: weights file " + checkpoint + " has sha256 " + actual + ", not the expected " +
+        wrong}},
+      {"case-missing",
+       weights_field(missing, actual),
+       "",
+       {"tiny.jsonl:1: case tiny-b: weights file " + missing + " does not exist (expected sha256 " + actual + ")"}},
+      {"set-mismatch",
+       "",
+       " --weights " + checkpoint + " --weights-sha256 " + wrong,
+       {"gate set tiny (the weights of case tiny-b): weights file " + checkpoint + " has sha256 " + actual +
+        ", not the expected " + wrong}},
+      {"set-missing",
+       "",
+       " --weights " + missing + " --weights-sha256 " + actual,
+       {"weights file " + missing + " does not exist (expected sha256 " + actual + ")"}},
+      {"set-without-sha256", "", " --weights " + checkpoint, {"--weights PATH and --weights-sha256 HEX go together"}},
+      {"set-bad-sha256",
+       "",
+       " --weights " + checkpoint + " --weights-sha256 " + actual.substr(2),
+       {"--weights PATH and --weights-sha256 HEX go together", "64 hexadecimal digits"}},
+  };
+  for (const Row& row : rows) {
+    write("tiny.jsonl", tiny_case(3, 11, row.corpus_fields));
+    const std::string out = dir_ + "/render-" + row.name;
+    const Result result = render("", "render" + set_options() + row.options + " --out " + out);
+    EXPECT_EQ(result.exit_code, 2) << row.name << "\n" << result.output;
+    for (const std::string& mention : row.mentions)
+      EXPECT_NE(result.output.find(mention), std::string::npos) << row.name << "\n" << result.output;
+    EXPECT_FALSE(fs::exists(out)) << row.name;
+  }
+}
+
 TEST_F(RenderCli, WriteContractPutsTheProposedFloorsUnderTheDeviceAndSet) {
   const std::string before = read_text(dir_ + "/contract.json");
   const Result result =
@@ -181,3 +336,4 @@ TEST_F(RenderCli, WriteContractRefusesAFileThatIsNotAContract) {
 }
 
 }  // namespace
+}  // namespace dit::quality

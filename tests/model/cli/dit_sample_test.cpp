@@ -1,22 +1,26 @@
 // dit-sample end to end, latents only (--vae none; dit_sample_images_test covers the images): a
 // run from a checkpoint writes the same latents as DitModel::sample in process, with the request
-// in the metadata; bad arguments and files exit with code 2 and a message naming the problem.
+// (and the checkpoint's sha256) in the metadata; bad arguments and files, a checkpoint of another
+// sha256 than --weights-sha256's included, exit with code 2 and a message naming the problem.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "model/dit_model.h"
 #include "core/error.h"
 #include "core/safetensors.h"
+#include "core/sha256.h"
 #include "model/weights.h"
 #include "tests/model/diffusers_layout.h"
 #include "tests/support/process_runner.h"
@@ -216,6 +220,64 @@ TEST_F(DitSample, OutOfRangeNumbersConfigsAndWeightsExitWithTwo) {
   const ProcessResult run =
       run_dit_sample(tiny + " --class 1 --seed 18446744073709551615 --steps 1 --vae none --out " + out_dir.string());
   EXPECT_EQ(run.exit_code, 0) << run.output;
+}
+
+std::string random_sha256() {
+  static std::mt19937_64 engine(std::random_device{}());
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[engine() % 16];
+  return hex;
+}
+
+// A checkpoint's sha256 is recorded in the request; --weights-sha256 (and --vae-weights-sha256)
+// refuse any other file with exit 2 naming the file and both hashes, before anything is written.
+TEST_F(DitSample, AWeightsSha256OtherThanTheFilesExitsTwoNamingBothHashes) {
+  const std::string path = test::data_path("dit_tiny_a.weights.safetensors");
+  const std::string actual = sha256_file(path), wrong = random_sha256();
+  std::string upper = actual;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const std::string request = " --class 1 --steps 1 --sampler ddim --out " + out_dir.string();
+  for (const std::string& expected : {std::string(), actual, upper}) {
+    std::filesystem::remove_all(out_dir);
+    const ProcessResult run = run_dit_sample(
+        "--weights " + path + (expected.empty() ? "" : " --weights-sha256 " + expected) + request + " --vae none");
+    ASSERT_EQ(run.exit_code, 0) << expected << "\n" << run.output;
+    const nlohmann::json recorded = nlohmann::json::parse(
+        SafetensorsFile::open((out_dir / "latents.safetensors").string()).metadata().at("request"));
+    EXPECT_EQ(recorded.at("weights"), path);
+    EXPECT_EQ(recorded.at("weights_sha256"), actual);
+    EXPECT_FALSE(recorded.contains("vae_weights_sha256"));
+  }
+  std::filesystem::remove_all(out_dir);
+  const ProcessResult random = run_dit_sample("--model DiT-S/8 --random-weights" + request + " --vae none");
+  ASSERT_EQ(random.exit_code, 0) << random.output;
+  EXPECT_FALSE(
+      nlohmann::json::parse(SafetensorsFile::open((out_dir / "latents.safetensors").string()).metadata().at("request"))
+          .contains("weights_sha256"));
+  std::filesystem::remove_all(out_dir);
+
+  const std::pair<std::string, std::vector<std::string>> cases[] = {
+      {"--weights " + path + " --weights-sha256 " + wrong + " --vae none",
+       {"--weights " + path + " has sha256 " + actual + ", not the expected " + wrong}},
+      // The VAE file is hashed before it is read as a VAE: any file shows the check.
+      {"--weights " + path + " --vae tiny --vae-weights " + path + " --vae-weights-sha256 " + wrong,
+       {"--vae-weights " + path + " has sha256 " + actual + ", not the expected " + wrong}},
+      {"--weights " + path + " --weights-sha256 " + actual.substr(1) + " --vae none",
+       {"--weights-sha256", "is not a SHA-256 (64 hexadecimal digits)"}},
+      {"--weights " + path + " --weights-sha256 " + actual.substr(1) + "g --vae none",
+       {"--weights-sha256", "is not a SHA-256"}},
+      {"--model DiT-S/8 --random-weights --weights-sha256 " + actual + " --vae none",
+       {"--weights-sha256", "--weights"}},
+      {"--weights " + path + " --vae-weights-sha256 " + actual + " --vae tiny",
+       {"--vae-weights-sha256", "--vae-weights"}},
+  };
+  for (const auto& [arguments, mentions] : cases) {
+    const ProcessResult run = run_dit_sample(arguments + request);
+    EXPECT_EQ(run.exit_code, 2) << arguments << "\n" << run.output;
+    for (const std::string& mention : mentions)
+      EXPECT_NE(run.output.find(mention), std::string::npos) << arguments << "\n" << run.output;
+    EXPECT_FALSE(std::filesystem::exists(out_dir / "latents.safetensors")) << arguments;
+  }
 }
 
 // Without a GPU, --backend cuda fails before any weights are built or read: a checkpoint that
