@@ -19,6 +19,10 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMinimumRepetitions = 9;  // fewer cannot reach p < 0.05 reliably with ties
+// The performance gate's ceiling: never fewer chances than the nine fixed rounds it used to run;
+// a lane that needs more than a hundred is too noisy for the gate to be worth its time.
+constexpr int kMinimumMaxRounds = 9;
+constexpr int kMaximumMaxRounds = 100;
 
 [[noreturn]] void fail(const std::string& where, const std::string& message) {
   throw Error(ErrorKind::invalid_file, where + ": " + message);
@@ -186,7 +190,7 @@ Lane lane_from_json(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
                       {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
                        "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
-                       "guardrails", "mode", "record_baseline_commands", "refused_classifications"});
+                       "max_rounds", "guardrails", "mode", "record_baseline_commands", "refused_classifications"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -203,6 +207,9 @@ Lane lane_from_json(const json& object, const std::string& where) {
   if (lane.max_min_improvement_percent < lane.min_improvement_percent)
     fail(where + ".max_min_improvement_percent", "must be at least min_improvement_percent");
   lane.repetitions = read_int(object, "repetitions", where, kMinimumRepetitions, kMinimumRepetitions);
+  lane.max_rounds = read_int(object, "max_rounds", where, lane.max_rounds, kMinimumMaxRounds);
+  if (lane.max_rounds > kMaximumMaxRounds)
+    fail(where + ".max_rounds", "must be at most " + std::to_string(kMaximumMaxRounds));
   if (const json* guardrails = find(object, "guardrails")) {
     if (!guardrails->is_object()) fail(where + ".guardrails", "must be an object");
     lane.guardrails = parse_guardrails(*guardrails, where + ".guardrails");
@@ -344,6 +351,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
       {"min_improvement_percent", effective_min_improvement_percent},
       {"max_min_improvement_percent", lane.max_min_improvement_percent},
       {"repetitions", lane.repetitions},
+      {"max_rounds", lane.max_rounds},
       {"guardrails",
        {{"p95_step_percent", lane.guardrails.p95_step_percent},
         {"p95_total_percent", lane.guardrails.p95_total_percent},

@@ -64,7 +64,10 @@ struct Lane {
   // The largest minimum improvement the baseline's A/A noise may raise it to: above it the
   // machine is too noisy to judge this lane, and the baseline is not recorded.
   double max_min_improvement_percent = 10.0;
-  int repetitions = 9;  // interleaved runs per side in the performance gate (at least 9)
+  int repetitions = 9;  // interleaved runs per side of the baseline's A/A noise run (at least 9)
+  // The most interleaved rounds the performance gate runs to compare a candidate with the best;
+  // its sequential rule stops earlier once the comparison is settled (driver/performance_gate.h).
+  int max_rounds = 20;
   Guardrails guardrails;
   // When not empty, what `dit-ar baseline` runs to record the golden outputs for this lane
   // instead of the config's record_baseline_commands (a lane gated by one gate set records

@@ -1,8 +1,10 @@
 // dit-perf-gate: the performance gate the judge's `perf_gate` CTest test runs (labels perf;judge,
 // no arguments). It reads $DIT_JUDGE_DIR/perf-request.json (driver/performance_gate.h,
 // PerfRequest), runs the candidate's and the best's objective benchmark alternately under the
-// timed-outputs protocol (a fresh request seed per round, shared by both sides), and writes its
-// report to the request's `report`. A fixed path: experiments cannot change it.
+// timed-outputs protocol (a fresh request seed per round, shared by both sides) until its
+// sequential rule settles the comparison (at most the lane's max_rounds; the A/A noise run its
+// `repetitions`), and writes its report to the request's `report`. A fixed path: experiments
+// cannot change it.
 //
 // Every benchmark process runs as the side's command_prefix + argv, in its binary's folder,
 // with the inherited environment less every DIT_* variable plus the side's environment.
@@ -47,6 +49,10 @@ int run_gate(const fs::path& judge_dir) {
 
   std::cout << "performance gate (" << (request.noise ? "A/A noise" : request.classification)
             << "): " << (report.passed ? "passed" : "failed") << "\n";
+  if (const auto& sequential = report.details["sequential"]; sequential.is_object()) {
+    std::cout << "  rounds: " << sequential.value("rounds_used", 0) << " ("
+              << sequential.value("stopping_reason", std::string()) << ")\n";
+  }
   for (const auto& reason : report.reasons) std::cout << "  - " << reason << "\n";
   std::cout << "report: " << request.report.string() << "\n";
   return report.passed ? kExitPassed : kExitFailed;
@@ -58,9 +64,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "dit-perf-gate: compares the candidate's objective benchmark with the best's, interleaved, under the "
       "timed-outputs protocol: the same fresh request seed for both sides each round, their timed outputs compared "
-      "image by image, the untimed part of each process bounded, then a Mann-Whitney U test, the lane's minimum "
-      "improvement and its guardrails. Takes no arguments: it reads $DIT_JUDGE_DIR/perf-request.json, which only "
-      "dit-ar writes, and skips (77) without DIT_JUDGE_DIR."};
+      "image by image, the untimed part of each process bounded. From the sequential rule's first look on (round 7 "
+      "of at most 20 by default), a rank interval of the improvement after each round shows the lane's minimum "
+      "reached, shows it out of reach, or asks for one more round (at most the lane's max_rounds); then the "
+      "guardrails. Takes no arguments: it reads $DIT_JUDGE_DIR/perf-request.json, which only dit-ar writes, and "
+      "skips (77) without DIT_JUDGE_DIR."};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,5 +1,5 @@
-// The performance gate: its decision rules (every reason names the numbers behind it), its
-// request, the timed-outputs protocol's checks and the measuring loop dit-perf-gate runs.
+// The performance gate: its sequential rule and decision (every reason names the numbers behind
+// it), its request, the timed-outputs protocol's checks and the measuring loop dit-perf-gate runs.
 #include "driver/performance_gate.h"
 
 #include <algorithm>
@@ -238,6 +238,7 @@ std::string joined(const std::vector<std::string>& words) {
 }  // namespace
 
 void add_run(Measurement& measurement, const std::vector<BenchmarkEntry>& entries, const Lane& lane) {
+  const std::size_t first_sample = measurement.samples.size();
   for (const auto& entry : entries) {
     if (!entry_matches(entry, lane.objective.name)) continue;
     if (!entry.error_message.empty()) {
@@ -250,6 +251,10 @@ void add_run(Measurement& measurement, const std::vector<BenchmarkEntry>& entrie
     if (!lane.guardrails.peak_memory_counter.empty()) {
       measurement.peak_memory.push_back(entry_value(entry, lane.guardrails.peak_memory_counter, ""));
     }
+  }
+  if (measurement.samples.size() > first_sample) {
+    measurement.process_medians.push_back(median(std::vector<double>(
+        measurement.samples.begin() + static_cast<std::ptrdiff_t>(first_sample), measurement.samples.end())));
   }
 }
 
@@ -310,21 +315,147 @@ double improvement_percent(Direction direction, double candidate, double referen
   return direction == Direction::lower ? change : -change;
 }
 
-GateReport evaluate_performance(const Lane& lane, double min_improvement_percent, const Measurement& candidate,
-                                const Measurement& best, const std::optional<Summary>& baseline) {
+// --- The sequential rule -----------------------------------------------------------------------
+
+nlohmann::json SequentialRule::to_json() const {
+  return {{"procedure",
+           "Hodges-Lehmann shift of log(candidate) - log(best) over the processes' medians, Lehmann's rank "
+           "interval at alpha_per_look a side (Bonferroni over the looks); KEEP-worthy when the estimate reaches the "
+           "minimum and the lower end exceeds keep_floor_fraction of it, settled against when the upper end is "
+           "below the minimum"},
+          {"false_keep_rate", false_keep_rate},
+          {"keep_floor_fraction", kKeepFloorFraction},
+          {"first_look", first_look},
+          {"max_rounds", max_rounds},
+          {"alpha_per_look", alpha_per_look},
+          {"confidence_per_look", 1.0 - 2.0 * alpha_per_look}};
+}
+
+SequentialRule sequential_rule(int max_rounds, double false_keep_rate) {
+  if (!(false_keep_rate > 0.0 && false_keep_rate < 0.5)) {
+    throw Error(ErrorKind::invalid_argument, "a false-keep rate of " + format(false_keep_rate) + " is not in (0, 0.5)");
+  }
+  for (int first = 2; first <= max_rounds; ++first) {
+    const double alpha = false_keep_rate / static_cast<double>(max_rounds - first + 1);
+    const auto rounds = static_cast<std::size_t>(first);
+    if (shift_interval_rank(rounds, rounds, alpha) == 0) continue;
+    SequentialRule rule;
+    rule.first_look = first;
+    rule.max_rounds = max_rounds;
+    rule.false_keep_rate = false_keep_rate;
+    rule.alpha_per_look = alpha;
+    for (int r = first; r <= max_rounds; ++r) {
+      rule.ranks.push_back(shift_interval_rank(static_cast<std::size_t>(r), static_cast<std::size_t>(r), alpha));
+    }
+    return rule;
+  }
+  throw Error(ErrorKind::invalid_argument, std::to_string(max_rounds) +
+                                               " rounds are too few for a false-keep rate of " +
+                                               format(false_keep_rate) + ": no look could settle");
+}
+
+nlohmann::json Look::to_json() const {
+  static const char* const verdicts[] = {"keep-worthy", "cannot reach the minimum", "unsettled"};
+  json document{{"rounds", rounds}, {"verdict", verdicts[static_cast<int>(verdict)]}};
+  if (has_interval) {
+    document["estimate_percent"] = estimate_percent;
+    document["lower_percent"] = lower_percent;
+    document["upper_percent"] = upper_percent;
+  }
+  return document;
+}
+
+Look look_at(const SequentialRule& rule, Direction direction, double min_improvement_percent,
+             const Measurement& candidate, const Measurement& best) {
+  Look look;
+  look.rounds = static_cast<int>(std::min(candidate.process_medians.size(), best.process_medians.size()));
+  if (candidate.process_medians.size() != best.process_medians.size() || look.rounds < rule.first_look ||
+      look.rounds > rule.max_rounds) {
+    return look;
+  }
+  std::vector<double> candidate_logs;
+  std::vector<double> best_logs;
+  for (const auto& [values, logs] :
+       {std::pair{&candidate.process_medians, &candidate_logs}, std::pair{&best.process_medians, &best_logs}}) {
+    for (double value : *values) {
+      if (!(value > 0.0) || !std::isfinite(value)) return look;  // a ratio needs positive values
+      logs->push_back(std::log(value));
+    }
+  }
+  const ShiftInterval shift = shift_interval(candidate_logs, best_logs, rule.ranks[look.rounds - rule.first_look]);
+  // The shift is log(candidate / best): a lower candidate is an improvement when lower is better.
+  auto improvement = [direction](double log_ratio) {
+    const double change = (std::exp(log_ratio) - 1.0) * 100.0;
+    return (direction == Direction::lower ? -change : change) + 0.0;  // + 0.0: no "-0%"
+  };
+  look.has_interval = true;
+  look.estimate_percent = improvement(shift.estimate);
+  look.lower_percent = std::min(improvement(shift.lower), improvement(shift.upper));
+  look.upper_percent = std::max(improvement(shift.lower), improvement(shift.upper));
+  if (look.estimate_percent >= min_improvement_percent &&
+      look.lower_percent > kKeepFloorFraction * min_improvement_percent) {
+    look.verdict = Verdict::keep_worthy;
+  } else if (look.upper_percent < min_improvement_percent) {
+    look.verdict = Verdict::cannot_reach_minimum;
+  }
+  return look;
+}
+
+nlohmann::json SequentialRun::to_json() const {
+  json document{{"rounds_used", rounds}, {"stopping_reason", stopping_reason}, {"looks", json::array()}};
+  for (const Look& look : looks) document["looks"].push_back(look.to_json());
+  return document;
+}
+
+SequentialRun measure_sequentially(const SequentialRule& rule, Direction direction, double min_improvement_percent,
+                                   Measurement& candidate, Measurement& best, const RoundMeasurer& measure_round) {
+  SequentialRun run;
+  while (run.rounds < rule.max_rounds) {
+    const bool passed = measure_round(run.rounds, candidate, best);
+    ++run.rounds;
+    if (!passed) {
+      run.stopping_reason = "round " + std::to_string(run.rounds - 1) + " failed its checks";
+      return run;
+    }
+    const auto measured = static_cast<std::size_t>(run.rounds);
+    if (candidate.process_medians.size() != measured || best.process_medians.size() != measured) {
+      run.stopping_reason = "round " + std::to_string(run.rounds - 1) + " measured no " +
+                            (candidate.process_medians.size() != measured ? "candidate" : "best") + " sample";
+      return run;
+    }
+    if (run.rounds < rule.first_look) continue;
+    run.looks.push_back(look_at(rule, direction, min_improvement_percent, candidate, best));
+    if (run.looks.back().verdict == Verdict::keep_worthy) {
+      run.stopping_reason = "settled: keep-worthy";
+      return run;
+    }
+    if (run.looks.back().verdict == Verdict::cannot_reach_minimum) {
+      run.stopping_reason = "settled: cannot reach the minimum";
+      return run;
+    }
+  }
+  run.stopping_reason = "unsettled after max_rounds";
+  return run;
+}
+
+GateReport evaluate_performance(const Lane& lane, const SequentialRule& rule, double min_improvement_percent,
+                                const Measurement& candidate, const Measurement& best,
+                                const std::optional<Summary>& baseline) {
   GateReport report;
   report.gate = "performance";
-  const auto minimum_count = static_cast<std::size_t>(lane.repetitions);
-  if (candidate.samples.size() < minimum_count || best.samples.size() < minimum_count) {
-    report.reasons.push_back(
-        "too few samples of " + lane.objective.name + ": candidate " + std::to_string(candidate.samples.size()) +
-        ", best " + std::to_string(best.samples.size()) + " (need " + std::to_string(minimum_count) + " each)");
+  const auto minimum_count = static_cast<std::size_t>(rule.first_look);
+  if (candidate.process_medians.size() < minimum_count || best.process_medians.size() < minimum_count) {
+    report.reasons.push_back("too few samples of " + lane.objective.name + ": candidate " +
+                             std::to_string(candidate.process_medians.size()) + " processes, best " +
+                             std::to_string(best.process_medians.size()) + " (need " + std::to_string(minimum_count) +
+                             " each)");
     return report;
   }
   Summary candidate_summary = summarize(candidate);
   Summary best_summary = summarize(best);
   MannWhitneyResult test = mann_whitney_u(candidate.samples, best.samples);
   double improvement = improvement_percent(lane.objective.direction, candidate_summary.median, best_summary.median);
+  const Look look = look_at(rule, lane.objective.direction, min_improvement_percent, candidate, best);
 
   auto& details = report.details;
   details["objective"] = {{"benchmark", lane.objective.benchmark},
@@ -341,16 +472,36 @@ GateReport evaluate_performance(const Lane& lane, double min_improvement_percent
   details["p_value"] = test.p_value;
   details["u"] = test.u;
   details["exact_p_value"] = test.exact;
+  details["rule"] = rule.to_json();
+  details["interval"] = look.to_json();
+  details["interval"]["confidence"] = 1.0 - 2.0 * rule.alpha_per_look;
 
-  if (test.p_value >= kSignificanceLevel) {
-    report.reasons.push_back("no significant difference from the best (Mann-Whitney U p = " + format(test.p_value) +
-                             " >= " + format(kSignificanceLevel) + "; median " + format(candidate_summary.median) +
-                             " vs " + format(best_summary.median) + " " + lane.objective.unit + ")");
-  } else if (improvement < min_improvement_percent) {
-    report.reasons.push_back(std::string("median ") + (improvement >= 0 ? "improved only " : "regressed ") +
-                             format(std::abs(improvement)) + "% (" + format(candidate_summary.median) + " vs " +
-                             format(best_summary.median) + " " + lane.objective.unit + "; minimum " +
-                             format(min_improvement_percent) + "%)");
+  // "median improved only 0.2% (716.5 vs 718.1 ms; minimum 1%)", or "regressed".
+  const std::string median_change = std::string("median ") + (improvement >= 0 ? "improved only " : "regressed ") +
+                                    format(std::abs(improvement)) + "% (" + format(candidate_summary.median) + " vs " +
+                                    format(best_summary.median) + " " + lane.objective.unit + "; minimum " +
+                                    format(min_improvement_percent) + "%)";
+  const std::string interval =
+      look.has_interval ? format(100.0 * (1.0 - 2.0 * rule.alpha_per_look)) + "% interval of the improvement " +
+                              format(look.lower_percent) + "% to " + format(look.upper_percent) + "% after " +
+                              std::to_string(look.rounds) + " of at most " + std::to_string(rule.max_rounds) + " rounds"
+                        : "";
+  if (!look.has_interval) {
+    report.reasons.push_back("no significant difference can be shown: the rule needs " +
+                             std::to_string(rule.first_look) + " to " + std::to_string(rule.max_rounds) +
+                             " rounds of positive values on both sides (candidate " +
+                             std::to_string(candidate.process_medians.size()) + " processes, best " +
+                             std::to_string(best.process_medians.size()) + ")");
+  } else if (look.verdict == Verdict::cannot_reach_minimum) {
+    report.reasons.push_back(median_change + ": the " + interval + " lies below the minimum");
+  } else if (look.verdict == Verdict::unsettled && look.estimate_percent < min_improvement_percent) {
+    report.reasons.push_back(median_change + ", not settled: the " + interval + " (estimate " +
+                             format(look.estimate_percent) + "%) does not show the minimum reached");
+  } else if (look.verdict == Verdict::unsettled) {
+    report.reasons.push_back("no significant difference from the best large enough to keep: the estimate " +
+                             format(look.estimate_percent) + "% reaches the minimum " +
+                             format(min_improvement_percent) + "%, but the " + interval + " reaches below " +
+                             format(kKeepFloorFraction * min_improvement_percent) + "%");
   }
 
   nlohmann::json guardrails = nlohmann::json::array();
@@ -648,8 +799,9 @@ GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
   std::size_t images_compared = 0;
   double max_relative_l2 = 0.0;
   json rounds = json::array();
-  int rounds_run = 0;
-  for (int round = 0; round < lane.repetitions; ++round) {
+  // One interleaved round; false when its outputs do not agree: the gate has failed, and the
+  // remaining rounds would only spend time.
+  const RoundMeasurer measure_round = [&](int round, Measurement& candidate_side, Measurement& best_side) {
     const std::uint64_t seed = draw_seed();
     // Alternate which side goes first each round (ABBA), so a drift in clocks or temperature
     // falls on both sides alike.
@@ -657,13 +809,12 @@ GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
     ProcessRecord candidate_record;
     ProcessRecord best_record;
     if (candidate_first) {
-      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate);
-      best_record = run_side(request.best, best_binary, "best", round, seed, best);
+      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate_side);
+      best_record = run_side(request.best, best_binary, "best", round, seed, best_side);
     } else {
-      best_record = run_side(request.best, best_binary, "best", round, seed, best);
-      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate);
+      best_record = run_side(request.best, best_binary, "best", round, seed, best_side);
+      candidate_record = run_side(request.candidate, candidate_binary, "candidate", round, seed, candidate_side);
     }
-    ++rounds_run;
     candidate_untimed.push_back(candidate_record.wall_seconds - candidate_record.timed.seconds);
     best_untimed.push_back(best_record.wall_seconds - best_record.timed.seconds);
     OutputComparison comparison = compare_outputs(candidate_record.outputs, best_record.outputs, rule);
@@ -675,27 +826,41 @@ GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
                       {"candidate", candidate_record.to_json()},
                       {"best", best_record.to_json()},
                       {"outputs", comparison.to_json()}});
-    if (!comparison.passed()) {
-      for (const auto& reason : comparison.reasons) {
-        output_reasons.push_back(reason + " (round " + std::to_string(round) + ", seed " + std::to_string(seed) + ")");
-      }
-      break;  // the gate has failed: the remaining rounds would only spend time
+    for (const auto& reason : comparison.reasons) {
+      output_reasons.push_back(reason + " (round " + std::to_string(round) + ", seed " + std::to_string(seed) + ")");
     }
-  }
+    return comparison.passed();
+  };
 
   GateReport report;
+  json sequential;
+  if (request.noise) {
+    // The A/A run has nothing to settle: it measures the noise over a fixed number of rounds.
+    int rounds_run = 0;
+    bool passed = true;
+    while (passed && rounds_run < lane.repetitions) passed = measure_round(rounds_run++, candidate, best);
+    sequential = {{"rounds_used", rounds_run},
+                  {"stopping_reason", passed ? "fixed rounds (A/A: the lane's repetitions)"
+                                             : "round " + std::to_string(rounds_run - 1) + " failed its checks"}};
+    if (passed) report = evaluate_noise(lane, candidate, best);
+  } else {
+    const SequentialRule stopping_rule = sequential_rule(lane.max_rounds);
+    const SequentialRun run = measure_sequentially(stopping_rule, lane.objective.direction,
+                                                   request.min_improvement_percent, candidate, best, measure_round);
+    sequential = run.to_json();
+    sequential["rule"] = stopping_rule.to_json();
+    if (output_reasons.empty()) {
+      std::optional<Summary> baseline;
+      if (request.baseline_performance && fs::exists(*request.baseline_performance)) {
+        baseline = Summary::from_json(read_json_file(*request.baseline_performance));
+      }
+      report = evaluate_performance(lane, stopping_rule, request.min_improvement_percent, candidate, best, baseline);
+    }
+  }
   if (!output_reasons.empty()) {
     report.gate = "performance";
     report.reasons = output_reasons;
-    report.details["stopped_after_round"] = rounds_run - 1;
-  } else if (request.noise) {
-    report = evaluate_noise(lane, candidate, best);
-  } else {
-    std::optional<Summary> baseline;
-    if (request.baseline_performance && fs::exists(*request.baseline_performance)) {
-      baseline = Summary::from_json(read_json_file(*request.baseline_performance));
-    }
-    report = evaluate_performance(lane, request.min_improvement_percent, candidate, best, baseline);
+    report.details["stopped_after_round"] = rounds.size() - 1;
   }
   UntimedGrowth untimed =
       check_untimed_growth(candidate_untimed, best_untimed, lane.objective.max_untimed_growth_seconds);
@@ -712,6 +877,7 @@ GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
                                {"max_relative_l2", max_relative_l2}};
   if (!rule.exact) report.details["outputs"]["tolerance"] = rule.tolerance;
   report.details["rounds"] = rounds;
+  report.details["sequential"] = sequential;
   report.passed = report.reasons.empty();
   return report;
 }

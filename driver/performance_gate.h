@@ -1,8 +1,9 @@
 // The performance gate: its request (perf-request.json), the timed-outputs protocol it runs both
-// sides under, and its decision, separate from the program that measures (dit-perf-gate) so
-// that each rule can be tested on data held in memory. KEEP-worthy only when the Mann-Whitney U
-// test gives p < 0.05 and the median improves by at least the lane's minimum, within the
-// guardrails, with timed outputs that match the best's and an untimed part that did not grow.
+// sides under, its sequential rule and its decision, separate from the program that measures
+// (dit-perf-gate) so that each rule can be tested on data held in memory. KEEP-worthy only when
+// the rank interval of the improvement, after as few interleaved rounds as settle it, shows the
+// lane's minimum reached (within the guardrails, with timed outputs that match the best's and an
+// untimed part that did not grow).
 #pragma once
 
 #include <cstdint>
@@ -21,17 +22,19 @@
 
 namespace dit::ar {
 
-inline constexpr double kSignificanceLevel = 0.05;
-
 // One side's measurements of the objective: one sample per benchmark entry that matched.
 struct Measurement {
   std::vector<double> samples;      // the objective, in the lane's unit
   std::vector<double> p95_counter;  // per sample, when the lane names a p95 counter
   std::vector<double> peak_memory;  // per sample, when the lane names a memory counter
+  // Per benchmark process, the median of its samples: what the sequential rule compares, since
+  // processes (interleaved, each with its own start, memory and clocks) are the independent unit;
+  // several timed samples in one process (--benchmark_repetitions) make its value less noisy.
+  std::vector<double> process_medians;
 };
 
-// Adds the matching entries of one benchmark run. Throws dit::Error when an entry reported an
-// error, or when a counter the lane names is missing.
+// Adds the matching entries of one benchmark run (one process). Throws dit::Error when an entry
+// reported an error, or when a counter the lane names is missing.
 void add_run(Measurement& measurement, const std::vector<BenchmarkEntry>& entries, const Lane& lane);
 
 struct Summary {
@@ -52,10 +55,80 @@ struct GateReport {
   nlohmann::json to_json() const;
 };
 
-// Candidate against the best measured in the same run; guardrails also against the baseline
-// summary when one was recorded.
-GateReport evaluate_performance(const Lane& lane, double min_improvement_percent, const Measurement& candidate,
-                                const Measurement& best, const std::optional<Summary>& baseline);
+// --- The sequential rule -----------------------------------------------------------------------
+//
+// A comparison ends as soon as it is settled. After each interleaved round r from the rule's first
+// look on, the gate takes each side's process values (Measurement::process_medians), their
+// logarithms, and Lehmann's distribution-free interval for the shift log(candidate) - log(best)
+// (Hodges-Lehmann's estimate at its centre; a multiplicative noise is a shift of the logarithms),
+// read as an improvement in percent. Each look's interval misses on each side with probability at
+// most alpha_per_look = kFalseKeepRate / looks (looks = max_rounds - first_look + 1: Bonferroni),
+// so over every look together its lower end exceeds the true improvement with probability at most
+// kFalseKeepRate, for any continuous noise both sides share up to the shift. A look is
+//   keep-worthy when the estimate reaches the minimum and the lower end exceeds kKeepFloorFraction
+//     of it: a candidate truly no better than half the minimum is kept at most kFalseKeepRate of
+//     the time;
+//   unable to reach the minimum when the upper end is below it (any clear regression included);
+//   unsettled otherwise: one more round; after max_rounds an unsettled comparison is discarded.
+// The first look is the earliest round count whose interval exists at alpha_per_look (1 / C(2r, r)
+// <= alpha_per_look): 7 rounds for the default 20. The error rates are measured on synthetic
+// comparisons in tests/driver/perf_gate_simulation_test.cpp.
+inline constexpr double kFalseKeepRate = 0.01;
+inline constexpr double kKeepFloorFraction = 0.5;
+
+struct SequentialRule {
+  int first_look = 0;
+  int max_rounds = 0;
+  double false_keep_rate = kFalseKeepRate;
+  double alpha_per_look = 0.0;     // each side of each look's interval
+  std::vector<std::size_t> ranks;  // the interval's rank (statistics.h) after first_look + i rounds
+  nlohmann::json to_json() const;
+};
+
+// The rule's schedule for `max_rounds`. Throws dit::Error(invalid_argument) when no look could
+// settle (too few rounds for the rate).
+SequentialRule sequential_rule(int max_rounds, double false_keep_rate = kFalseKeepRate);
+
+enum class Verdict { keep_worthy, cannot_reach_minimum, unsettled };
+
+struct Look {
+  int rounds = 0;
+  bool has_interval = false;  // false before the first look, past max_rounds, or on unusable values
+  double estimate_percent = 0.0;
+  double lower_percent = 0.0;
+  double upper_percent = 0.0;
+  Verdict verdict = Verdict::unsettled;
+  nlohmann::json to_json() const;
+};
+
+// The look at what both sides measured so far: as many rounds as each side has processes (they
+// must be equal, and every value positive, or the look has no interval).
+Look look_at(const SequentialRule& rule, Direction direction, double min_improvement_percent,
+             const Measurement& candidate, const Measurement& best);
+
+// Measures round `round` (from 0) of both sides into the two measurements; returns false to stop
+// there (the round failed a check of its own: the gate has failed).
+using RoundMeasurer = std::function<bool(int round, Measurement& candidate, Measurement& best)>;
+
+struct SequentialRun {
+  int rounds = 0;  // measured
+  std::string stopping_reason;
+  std::vector<Look> looks;
+  nlohmann::json to_json() const;
+};
+
+// Measures rounds until a look settles, the measurer stops, a round leaves a side without a
+// value for it, or rule.max_rounds have run. The gate runs this, and so does the simulation
+// that measures the rule's error rates.
+SequentialRun measure_sequentially(const SequentialRule& rule, Direction direction, double min_improvement_percent,
+                                   Measurement& candidate, Measurement& best, const RoundMeasurer& measure_round);
+
+// Candidate against the best measured in the same run: the rule's look at everything measured
+// (KEEP-worthy, or the reason it is not), the guardrails, also against the baseline summary when
+// one was recorded. The Mann-Whitney U p-value of the samples is reported, not decided on.
+GateReport evaluate_performance(const Lane& lane, const SequentialRule& rule, double min_improvement_percent,
+                                const Measurement& candidate, const Measurement& best,
+                                const std::optional<Summary>& baseline);
 
 // The A/A comparison `baseline` runs: the same build measured against itself. Reports the
 // noise (the larger of the median difference and each side's half interquartile range, in
@@ -183,10 +256,11 @@ UntimedGrowth check_untimed_growth(const std::vector<double>& candidate_untimed,
 
 // --- The whole gate -----------------------------------------------------------------------------
 
-// Runs `lane.repetitions` rounds, each with a fresh seed from `draw_seed` shared by both sides,
-// in ABBA order (even rounds candidate first); reads (then deletes) each process's outputs,
-// the best's before the candidate of the round runs; stops after a round whose outputs do not
-// agree. Every benchmark process gets the inherited environment less every DIT_* variable,
+// Runs rounds, each with a fresh seed from `draw_seed` shared by both sides, in ABBA order (even
+// rounds candidate first): in compare mode until the sequential rule settles (at most
+// lane.max_rounds), in noise mode lane.repetitions of them; reads (then deletes) each process's
+// outputs, the best's before the candidate of the round runs; stops after a round whose outputs
+// do not agree. Every benchmark process gets the inherited environment less every DIT_* variable,
 // plus its side's. Throws dit::Error when a side cannot be measured (no binary, a failed
 // process, no benchmark JSON). Output of the processes is appended to `log`.
 GateReport run_performance_gate(const PerfRequest& request, const std::filesystem::path& log,

@@ -1,10 +1,12 @@
 // Mann-Whitney U: midranks, exact null distribution by counting (no ties), normal
-// approximation with tie and continuity corrections otherwise.
+// approximation with tie and continuity corrections otherwise; the Hodges-Lehmann shift and
+// Lehmann's interval for it from the same null distribution.
 #include "driver/statistics.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -15,34 +17,59 @@ namespace {
 
 constexpr std::size_t kExactLimit = 30;
 
-// Number of arrangements with each U value: counts[m][n][u], built by the recurrence
-// f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u). Returns P(U <= u) for sizes m, n.
-double exact_lower_tail(std::size_t m, std::size_t n, double u) {
-  std::size_t max_u = m * n;
-  // table[i][j] is the distribution of U for sizes (i, j); built row by row.
-  std::vector<std::vector<std::vector<double>>> table(m + 1, std::vector<std::vector<double>>(n + 1));
-  for (std::size_t i = 0; i <= m; ++i) {
-    for (std::size_t j = 0; j <= n; ++j) {
-      std::vector<double>& counts = table[i][j];
-      counts.assign(i * j + 1, 0.0);
-      if (i == 0 || j == 0) {
-        counts[0] = 1.0;
-        continue;
-      }
-      const std::vector<double>& without_first = table[i - 1][j];  // largest value from sample one
-      const std::vector<double>& without_second = table[i][j - 1];
-      for (std::size_t k = 0; k < without_first.size(); ++k) counts[k + j] += without_first[k];
-      for (std::size_t k = 0; k < without_second.size(); ++k) counts[k] += without_second[k];
-    }
+}  // namespace
+
+std::vector<double> mann_whitney_null_distribution(std::size_t m, std::size_t n) {
+  // The number of arrangements with U = u is the coefficient of q^u in the Gaussian binomial
+  // [m + n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i), built factor by factor (each
+  // division a strided running sum, each product a strided difference). Only the lower half is
+  // built: there the running sums stay as small as the counts (in the upper half they would grow
+  // past them and cancel in floating point); the distribution is symmetric (u <-> m*n - u).
+  if (m > n) std::swap(m, n);
+  const std::size_t top = m * n;
+  const std::size_t half = top / 2;
+  std::vector<double> counts(half + 1, 0.0);
+  counts[0] = 1.0;
+  for (std::size_t i = 1; i <= m; ++i) {
+    for (std::size_t k = i; k <= half; ++k) counts[k] += counts[k - i];
+    for (std::size_t k = half + 1; k-- > n + i;) counts[k] -= counts[k - n - i];
   }
-  const std::vector<double>& counts = table[m][n];
-  double total = std::accumulate(counts.begin(), counts.end(), 0.0);
-  double below = 0.0;
-  for (std::size_t k = 0; k <= max_u && static_cast<double>(k) <= u + 1e-9; ++k) below += counts[k];
-  return below / total;
+  std::vector<double> distribution(top + 1, 0.0);
+  for (std::size_t u = 0; u <= half; ++u) distribution[u] = distribution[top - u] = counts[u];
+  const double total = std::accumulate(distribution.begin(), distribution.end(), 0.0);
+  for (double& probability : distribution) probability /= total;
+  return distribution;
 }
 
-}  // namespace
+std::size_t shift_interval_rank(std::size_t m, std::size_t n, double alpha_each_side) {
+  if (m == 0 || n == 0) return 0;
+  const std::vector<double> distribution = mann_whitney_null_distribution(m, n);
+  const std::size_t widest = (m * n + 1) / 2;  // the interval of rank `widest` is the estimate alone
+  std::size_t rank = 0;
+  double below = 0.0;  // P(U <= rank - 1)
+  while (rank < widest && below + distribution[rank] <= alpha_each_side) below += distribution[rank++];
+  return rank;
+}
+
+ShiftInterval shift_interval(const std::vector<double>& first, const std::vector<double>& second, std::size_t rank) {
+  const std::size_t count = first.size() * second.size();
+  if (count == 0 || rank == 0 || rank > (count + 1) / 2) {
+    throw Error(ErrorKind::invalid_argument, "shift interval of rank " + std::to_string(rank) + " for samples of " +
+                                                 std::to_string(first.size()) + " and " +
+                                                 std::to_string(second.size()) + " values");
+  }
+  std::vector<double> differences;
+  differences.reserve(count);
+  for (double a : first) {
+    for (double b : second) differences.push_back(a - b);
+  }
+  std::sort(differences.begin(), differences.end());
+  ShiftInterval interval;
+  interval.estimate = (differences[(count - 1) / 2] + differences[count / 2]) / 2.0;
+  interval.lower = differences[rank - 1];
+  interval.upper = differences[count - rank];
+  return interval;
+}
 
 double median(std::vector<double> values) { return percentile(std::move(values), 0.5); }
 
@@ -62,6 +89,12 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& first, const std::ve
   }
   const std::size_t m = first.size();
   const std::size_t n = second.size();
+  for (const std::vector<double>* sample : {&first, &second}) {
+    // NaN has no rank (and would never compare equal to itself in the midrank loop below).
+    if (std::any_of(sample->begin(), sample->end(), [](double value) { return std::isnan(value); })) {
+      throw Error(ErrorKind::invalid_argument, "Mann-Whitney U of a sample holding NaN");
+    }
+  }
   std::vector<std::pair<double, int>> pooled;
   for (double value : first) pooled.emplace_back(value, 0);
   for (double value : second) pooled.emplace_back(value, 1);
@@ -88,8 +121,11 @@ MannWhitneyResult mann_whitney_u(const std::vector<double>& first, const std::ve
   const double mean = mm * nn / 2.0;
 
   if (tie_term == 0.0 && m <= kExactLimit && n <= kExactLimit) {
-    double smaller = std::min(result.u, mm * nn - result.u);
-    result.p_value = std::min(1.0, 2.0 * exact_lower_tail(m, n, smaller));
+    const double smaller = std::min(result.u, mm * nn - result.u);
+    const std::vector<double> distribution = mann_whitney_null_distribution(m, n);
+    double lower_tail = 0.0;  // P(U <= smaller); U is a whole number without ties
+    for (std::size_t u = 0; static_cast<double>(u) <= smaller + 1e-9; ++u) lower_tail += distribution[u];
+    result.p_value = std::min(1.0, 2.0 * lower_tail);
     result.exact = true;
     return result;
   }

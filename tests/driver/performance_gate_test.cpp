@@ -23,6 +23,7 @@
 #include "driver/benchmark_json.h"
 #include "driver/config.h"
 #include "driver/performance_gate.h"
+#include "driver/statistics.h"
 #include "tests/support/scratch_directory.h"
 
 namespace fs = std::filesystem;
@@ -42,9 +43,11 @@ Lane test_lane() {
   return lane;
 }
 
+// One sample per process, as a benchmark with one entry per run gives.
 Measurement samples(std::vector<double> values) {
   Measurement measurement;
-  measurement.samples = std::move(values);
+  measurement.samples = values;
+  measurement.process_medians = std::move(values);
   return measurement;
 }
 
@@ -94,30 +97,209 @@ SideOutputs e2e_outputs(int count) {
 
 // --- Decision rules (moved from driver_core_test) ----------------------------------------------
 
-TEST(PerformanceGate, NeedsSignificanceAndTheMinimum) {
+TEST(PerformanceGate, NeedsTheIntervalAndTheMinimum) {
   Lane lane = test_lane();
+  const SequentialRule rule = sequential_rule(lane.max_rounds);
   Measurement best = samples({10, 10.1, 9.9, 10, 10.2, 9.8, 10, 10.1, 9.9});
   Measurement faster = samples({9, 9.1, 8.9, 9, 9.2, 8.8, 9, 9.1, 8.9});
-  EXPECT_TRUE(evaluate_performance(lane, 5.0, faster, best, std::nullopt).passed);
-  GateReport too_small = evaluate_performance(lane, 15.0, faster, best, std::nullopt);
+  GateReport kept = evaluate_performance(lane, rule, 5.0, faster, best, std::nullopt);
+  EXPECT_TRUE(kept.passed) << all(kept.reasons);
+  EXPECT_EQ(kept.details["interval"]["verdict"], "keep-worthy");
+  EXPECT_EQ(kept.details["interval"]["rounds"], 9);
+  EXPECT_NEAR(kept.details["interval"]["estimate_percent"].get<double>(), 10.0, 0.5);
+  EXPECT_GT(kept.details["interval"]["lower_percent"].get<double>(), 2.5);
+  EXPECT_EQ(kept.details["rule"]["first_look"], 7);
+  EXPECT_GT(kept.details["p_value"].get<double>(), 0.0);  // reported, not decided on
+  GateReport too_small = evaluate_performance(lane, rule, 15.0, faster, best, std::nullopt);
   EXPECT_FALSE(too_small.passed);
   EXPECT_NE(too_small.reasons.front().find("improved only 10%"), std::string::npos) << too_small.reasons.front();
-  GateReport same = evaluate_performance(lane, 1.0, best, best, std::nullopt);
+  EXPECT_NE(too_small.reasons.front().find("lies below the minimum"), std::string::npos) << too_small.reasons.front();
+  GateReport same = evaluate_performance(lane, rule, 1.0, best, best, std::nullopt);
   EXPECT_FALSE(same.passed);
-  EXPECT_NE(same.reasons.front().find("no significant difference"), std::string::npos);
-  GateReport few = evaluate_performance(lane, 1.0, samples({9, 9}), best, std::nullopt);
+  EXPECT_NE(same.reasons.front().find("improved only 0%"), std::string::npos) << same.reasons.front();
+  GateReport slower = evaluate_performance(lane, rule, 1.0, best, faster, std::nullopt);
+  EXPECT_FALSE(slower.passed);
+  EXPECT_EQ(slower.reasons.front().rfind("median regressed 11.", 0), 0u) << slower.reasons.front();
+  GateReport few = evaluate_performance(lane, rule, 1.0, samples({9, 9}), best, std::nullopt);
   EXPECT_FALSE(few.passed);
+  EXPECT_NE(few.reasons.front().find("too few samples"), std::string::npos) << few.reasons.front();
 }
 
 TEST(PerformanceGate, GuardrailsAgainstTheBaseline) {
   Lane lane = test_lane();
+  const SequentialRule rule = sequential_rule(lane.max_rounds);
   Measurement best = samples(std::vector<double>(9, 10.0));
   Measurement faster = samples({8, 8, 8, 8, 8, 8, 8, 8, 8});
   Summary baseline{7.0, 7.0, std::nullopt, 9};  // faster than this candidate: the total p95 guardrail trips
-  GateReport total = evaluate_performance(lane, 5.0, faster, best, baseline);
+  GateReport total = evaluate_performance(lane, rule, 5.0, faster, best, baseline);
   EXPECT_FALSE(total.passed);
   EXPECT_NE(total.reasons.front().find("against the baseline"), std::string::npos);
-  EXPECT_TRUE(evaluate_performance(lane, 5.0, faster, best, std::nullopt).passed);
+  EXPECT_TRUE(evaluate_performance(lane, rule, 5.0, faster, best, std::nullopt).passed);
+}
+
+// --- The sequential rule ------------------------------------------------------------------------
+
+TEST(SequentialRule, ScheduleSpendsTheFalseKeepRateOverItsLooks) {
+  const SequentialRule rule = sequential_rule(20);
+  // 14 looks (rounds 7..20) at 0.01 / 14 a side; 6 rounds cannot reach that (1 / C(12, 6) = 1 / 924).
+  EXPECT_EQ(rule.first_look, 7);
+  EXPECT_EQ(rule.max_rounds, 20);
+  EXPECT_DOUBLE_EQ(rule.alpha_per_look, 0.01 / 14);
+  ASSERT_EQ(rule.ranks.size(), 14u);
+  EXPECT_EQ(rule.ranks.front(), 2u);  // P(U <= 1) = 2 / 3432 for 7 and 7
+  for (std::size_t i = 0; i < rule.ranks.size(); ++i) {
+    const std::size_t rounds = static_cast<std::size_t>(rule.first_look) + i;
+    const std::vector<double> null = mann_whitney_null_distribution(rounds, rounds);
+    double below = 0.0;
+    for (std::size_t u = 0; u < rule.ranks[i]; ++u) below += null[u];       // P(U <= rank - 1)
+    EXPECT_LE(below, rule.alpha_per_look) << rounds;                        // the rank's level holds
+    EXPECT_GT(below + null[rule.ranks[i]], rule.alpha_per_look) << rounds;  // and it is the widest
+  }
+  EXPECT_EQ(sequential_rule(9).first_look, 6);  // 4 looks: 0.0025 a side
+  EXPECT_EQ(sequential_rule(20, 0.05).first_look, 6);
+  EXPECT_THROW(sequential_rule(4), dit::Error);  // 1 / C(8, 4) = 1 / 70 > 0.01
+  EXPECT_THROW(sequential_rule(20, 0.0), dit::Error);
+}
+
+TEST(SequentialRule, ShiftIntervalOfRanks) {
+  // Differences of {1, 2, 4} and {0, 1}: 1 0 2 1 4 3, sorted 0 1 1 2 3 4.
+  ShiftInterval interval = shift_interval({1, 2, 4}, {0, 1}, 2);
+  EXPECT_DOUBLE_EQ(interval.estimate, 1.5);
+  EXPECT_DOUBLE_EQ(interval.lower, 1.0);
+  EXPECT_DOUBLE_EQ(interval.upper, 3.0);
+  EXPECT_DOUBLE_EQ(shift_interval({1, 2, 4}, {0, 1}, 3).upper, 2.0);
+  EXPECT_THROW(shift_interval({1, 2, 4}, {0, 1}, 4), dit::Error);
+  EXPECT_THROW(shift_interval({1}, {}, 1), dit::Error);
+  // The null distribution: 3 and 3 give 1 1 2 3 3 3 3 2 1 1 (of 20).
+  const std::vector<double> null = mann_whitney_null_distribution(3, 3);
+  const std::vector<double> counts{1, 1, 2, 3, 3, 3, 3, 2, 1, 1};
+  ASSERT_EQ(null.size(), counts.size());
+  for (std::size_t u = 0; u < counts.size(); ++u) EXPECT_NEAR(null[u], counts[u] / 20.0, 1e-15) << u;
+  EXPECT_EQ(shift_interval_rank(3, 3, 0.049), 0u);
+  EXPECT_EQ(shift_interval_rank(3, 3, 0.05), 1u);
+  EXPECT_EQ(shift_interval_rank(3, 3, 0.1), 2u);
+  EXPECT_EQ(shift_interval_rank(3, 3, 0.49), 4u);
+  // Large samples stay exact in the tails: P(U = 0) = 1 / C(200, 100).
+  const std::vector<double> large = mann_whitney_null_distribution(100, 100);
+  EXPECT_NEAR(large[0] / std::exp(-std::lgamma(201.0) + 2.0 * std::lgamma(101.0)), 1.0, 1e-9);
+  EXPECT_NEAR(large[1] / large[0], 1.0, 1e-9);
+  EXPECT_NEAR(large[2] / large[0], 2.0, 1e-9);
+}
+
+// A side measured `rounds` times at `value` x (1 + spread x (i - rounds/2) / rounds).
+Measurement spread_samples(double value, double spread, int rounds) {
+  std::vector<double> values;
+  for (int i = 0; i < rounds; ++i) values.push_back(value * (1.0 + spread * (i - rounds / 2.0) / rounds));
+  return samples(values);
+}
+
+TEST(SequentialRule, LookVerdicts) {
+  const SequentialRule rule = sequential_rule(20);
+  struct Case {
+    std::string name;
+    double candidate, spread, minimum;
+    Direction direction;
+    Verdict verdict;
+  };
+  // The candidate 3% faster, each side spread over `spread` of its value.
+  const std::vector<Case> cases = {
+      {"3% faster, tight: keep-worthy at 2%", 97.0, 0.005, 2.0, Direction::lower, Verdict::keep_worthy},
+      {"3% faster, tight: cannot reach 4%", 97.0, 0.005, 4.0, Direction::lower, Verdict::cannot_reach_minimum},
+      {"3% faster, tight: 3.2% is within the interval", 97.0, 0.005, 3.2, Direction::lower, Verdict::unsettled},
+      {"3% faster, wide: the lower end below half of 2%", 97.0, 0.05, 2.0, Direction::lower, Verdict::unsettled},
+      {"3% slower: cannot reach 1%", 103.0, 0.005, 1.0, Direction::lower, Verdict::cannot_reach_minimum},
+      {"3% higher is better: keep-worthy", 103.0, 0.005, 2.0, Direction::higher, Verdict::keep_worthy},
+      {"identical, a minimum of 0: never shown", 100.0, 0.0, 0.0, Direction::lower, Verdict::unsettled},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Look look = look_at(rule, c.direction, c.minimum, spread_samples(c.candidate, c.spread, 9),
+                        spread_samples(100.0, c.spread, 9));
+    EXPECT_TRUE(look.has_interval);
+    EXPECT_EQ(look.rounds, 9);
+    EXPECT_EQ(look.verdict, c.verdict) << look.to_json().dump();
+    EXPECT_LE(look.lower_percent, look.estimate_percent);
+    EXPECT_LE(look.estimate_percent, look.upper_percent);
+    const double improvement = c.direction == Direction::lower ? 100.0 - c.candidate : c.candidate - 100.0;
+    EXPECT_NEAR(look.estimate_percent, improvement, 1e-9);
+  }
+  // No interval before the first look, past max_rounds, with unequal sides or a value <= 0.
+  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 6), spread_samples(100, 0, 6)).has_interval);
+  EXPECT_FALSE(
+      look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 21), spread_samples(100, 0, 21)).has_interval);
+  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 8), spread_samples(100, 0, 9)).has_interval);
+  EXPECT_FALSE(
+      look_at(rule, Direction::lower, 1.0, samples({0, 1, 1, 1, 1, 1, 1}), spread_samples(1, 0, 7)).has_interval);
+}
+
+TEST(SequentialRule, MeasuresUntilSettled) {
+  const SequentialRule rule = sequential_rule(20);
+  // Rounds of values `candidate` and `best` (with a little alternating spread), counting calls.
+  auto rounds_of = [&](double candidate_value, double best_value, double minimum, int fail_at = -1) {
+    Measurement candidate;
+    Measurement best;
+    int calls = 0;
+    SequentialRun run = measure_sequentially(rule, Direction::lower, minimum, candidate, best,
+                                             [&](int round, Measurement& c, Measurement& b) {
+                                               EXPECT_EQ(round, calls++);
+                                               const double wiggle = round % 2 == 0 ? 1.001 : 0.999;
+                                               c.process_medians.push_back(candidate_value * wiggle);
+                                               b.process_medians.push_back(best_value / wiggle);
+                                               return round != fail_at;
+                                             });
+    EXPECT_EQ(run.rounds, calls);
+    return run;
+  };
+  SequentialRun faster = rounds_of(90, 100, 5.0);
+  EXPECT_EQ(faster.rounds, 7);
+  EXPECT_EQ(faster.stopping_reason, "settled: keep-worthy");
+  ASSERT_EQ(faster.looks.size(), 1u);
+  EXPECT_EQ(faster.to_json()["looks"][0]["verdict"], "keep-worthy");
+  SequentialRun slower = rounds_of(110, 100, 5.0);
+  EXPECT_EQ(slower.rounds, 7);
+  EXPECT_EQ(slower.stopping_reason, "settled: cannot reach the minimum");
+  // A 5% gain, each side spread by 0.1%, against a 5.1% minimum: at every look the estimate is
+  // 5% and the interval 4.8% to 5.2%.
+  SequentialRun close = rounds_of(95, 100, 5.1);
+  EXPECT_EQ(close.rounds, 20);
+  EXPECT_EQ(close.stopping_reason, "unsettled after max_rounds");
+  EXPECT_EQ(close.looks.size(), 14u);
+  SequentialRun failed = rounds_of(90, 100, 5.0, 3);
+  EXPECT_EQ(failed.rounds, 4);
+  EXPECT_EQ(failed.stopping_reason, "round 3 failed its checks");
+  EXPECT_TRUE(failed.looks.empty());
+  // A round that leaves a side without a value stops the run: no look could use it.
+  Measurement candidate;
+  Measurement best;
+  SequentialRun empty =
+      measure_sequentially(rule, Direction::lower, 1.0, candidate, best, [](int, Measurement& c, Measurement&) {
+        c.process_medians.push_back(1.0);
+        return true;
+      });
+  EXPECT_EQ(empty.rounds, 1);
+  EXPECT_EQ(empty.stopping_reason, "round 0 measured no best sample");
+}
+
+TEST(PerformanceGate, SeveralSamplesOfAProcessCountAsOne) {
+  Lane lane = test_lane();
+  auto entry_of = [](double milliseconds) {
+    BenchmarkEntry entry;
+    entry.name = "BM_X/manual_time";
+    entry.run_name = "BM_X/manual_time";
+    entry.run_type = "iteration";
+    entry.iterations = 1;
+    entry.real_time = milliseconds;
+    entry.time_unit = "ms";
+    return entry;
+  };
+  Measurement measurement;
+  add_run(measurement, {entry_of(10), entry_of(13), entry_of(11)}, lane);
+  add_run(measurement, {entry_of(20)}, lane);
+  BenchmarkEntry aggregate = entry_of(99);
+  aggregate.run_type = "aggregate";
+  add_run(measurement, {aggregate}, lane);  // nothing of the objective: no process value
+  EXPECT_EQ(measurement.samples, (std::vector<double>{10, 13, 11, 20}));
+  EXPECT_EQ(measurement.process_medians, (std::vector<double>{11, 20}));
 }
 
 TEST(PerformanceGate, NoiseIsTheLargerOfMedianShiftAndSpread) {
@@ -159,6 +341,32 @@ TEST(PerformanceGate, NoiseAboveTheCapRefusesTheBaseline) {
   EXPECT_DOUBLE_EQ(lane_from_json(document, "lane").max_min_improvement_percent, 20.0);
   document["max_min_improvement_percent"] = 5.0;
   EXPECT_THROW(lane_from_json(document, "lane"), dit::Error);
+}
+
+TEST(PerformanceGate, MaxRoundsIsReadAndBounded) {
+  nlohmann::json document = lane_document();
+  EXPECT_EQ(lane_from_json(document, "lane").max_rounds, 20);
+  document["max_rounds"] = 9;
+  const Lane lane = lane_from_json(document, "lane");
+  EXPECT_EQ(lane.max_rounds, 9);
+  EXPECT_EQ(lane_from_json(lane_to_json(lane, 1.0), "lane").max_rounds, 9);  // as perf-request.json carries it
+  struct Case {
+    nlohmann::json value;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{{8, "lane.max_rounds: must be at least 9"},
+                                         {101, "lane.max_rounds: must be at most 100"},
+                                         {12.5, "lane.max_rounds: must be an integer"},
+                                         {"20", "lane.max_rounds: must be an integer"},
+                                         {4294967316ll, "lane.max_rounds: must be at most"}}) {
+    document["max_rounds"] = c.value;
+    try {
+      lane_from_json(document, "lane");
+      ADD_FAILURE() << c.value << " accepted";
+    } catch (const dit::Error& error) {
+      EXPECT_NE(std::string(error.what()).find(c.message), std::string::npos) << error.what();
+    }
+  }
 }
 
 // --- Timed outputs ------------------------------------------------------------------------------
@@ -622,10 +830,18 @@ class ScriptedGate : public testing::Test {
 TEST_F(ScriptedGate, PassesAFasterCandidateWithTheSameOutputs) {
   GateReport report = run();
   EXPECT_TRUE(report.passed) << all(report.reasons) << log();
+  // 8 ms against 10 ms every round: settled at the rule's first look, 7 rounds.
+  const nlohmann::json& sequential = report.details["sequential"];
+  EXPECT_EQ(sequential["rounds_used"], 7);
+  EXPECT_EQ(sequential["stopping_reason"], "settled: keep-worthy");
+  EXPECT_EQ(sequential["rule"]["max_rounds"], 20);
+  EXPECT_EQ(sequential["looks"].size(), 1u);
+  EXPECT_NEAR(report.details["interval"]["lower_percent"].get<double>(), 20.0, 1e-9);
+  EXPECT_NEAR(report.details["interval"]["upper_percent"].get<double>(), 20.0, 1e-9);
   // ABBA, one fresh seed per round shared by both sides.
   std::vector<std::string> lines = trace();
-  ASSERT_EQ(lines.size(), 18u) << log();
-  for (int round = 0; round < 9; ++round) {
+  ASSERT_EQ(lines.size(), 14u) << log();
+  for (int round = 0; round < 7; ++round) {
     const std::string seed = std::to_string(1000 + 7 * (round + 1));
     const std::string first = round % 2 == 0 ? "candidate " : "best ";
     const std::string second = round % 2 == 0 ? "best " : "candidate ";
@@ -635,14 +851,38 @@ TEST_F(ScriptedGate, PassesAFasterCandidateWithTheSameOutputs) {
     EXPECT_EQ(report.details["rounds"][round]["outputs"]["images_compared"], 3);
     EXPECT_GT(report.details["rounds"][round]["candidate"]["wall_seconds"].get<double>(), 0.0);
   }
-  EXPECT_EQ(report.details["outputs"]["images_compared"], 27);
+  EXPECT_EQ(report.details["outputs"]["images_compared"], 21);
   // The image files are read and deleted; the benchmark JSON stays.
   for (const PerfSide* side : {&request_.candidate, &request_.best}) {
     for (const auto& entry : fs::recursive_directory_iterator(side->outputs_dir)) {
       EXPECT_NE(entry.path().filename().string().rfind("image-", 0), 0u) << entry.path();
     }
-    EXPECT_TRUE(fs::exists(side->outputs_dir / "8" / "benchmark.json"));
+    EXPECT_TRUE(fs::exists(side->outputs_dir / "6" / "benchmark.json"));
+    EXPECT_FALSE(fs::exists(side->outputs_dir / "7"));
   }
+}
+
+TEST_F(ScriptedGate, StopsOnceACandidateCannotReachTheMinimum) {
+  request_.candidate.environment["FAKE_MS"] = "10";
+  GateReport report = run();
+  EXPECT_FALSE(report.passed);
+  ASSERT_FALSE(report.reasons.empty());
+  EXPECT_EQ(report.reasons.front().rfind("median improved only 0% (10 vs 10 ms; minimum 5%)", 0), 0u)
+      << all(report.reasons);
+  EXPECT_EQ(report.details["sequential"]["rounds_used"], 7);
+  EXPECT_EQ(report.details["sequential"]["stopping_reason"], "settled: cannot reach the minimum");
+  EXPECT_EQ(trace().size(), 14u);
+}
+
+TEST_F(ScriptedGate, TheNoiseRunMeasuresTheLanesRepetitions) {
+  request_.noise = true;
+  request_.candidate.environment["FAKE_MS"] = "10";
+  GateReport report = run();
+  EXPECT_TRUE(report.passed) << all(report.reasons) << log();
+  EXPECT_EQ(trace().size(), 18u);
+  EXPECT_EQ(report.details["sequential"]["rounds_used"], 9);
+  EXPECT_EQ(report.details["sequential"]["stopping_reason"], "fixed rounds (A/A: the lane's repetitions)");
+  EXPECT_DOUBLE_EQ(report.details["noise_percent"].get<double>(), 0.0);
 }
 
 TEST_F(ScriptedGate, StopsAtTheFirstRoundWhoseOutputsDiffer) {
