@@ -25,6 +25,7 @@ const std::vector<std::string> kClassifications{"exact", "numerical", "approxima
 struct ExperimentOptions {
   std::string classification;
   std::string description;
+  bool dry_run = false;
 };
 
 // Refuses (exit 2) unless HEAD is exactly one commit on top of the best.
@@ -85,6 +86,55 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
   print_result_block(out, fields, json, {{"reasons", record.reasons}, {"record", record.to_json()}});
 }
 
+// What makes `head` REJECTED without a build: a locked path changed, or a path outside
+// mutable_paths.
+std::vector<std::string> scope_violations(SessionContext& context, const nlohmann::json& session,
+                                          const std::string& best, const std::string& head) {
+  GitRepository& repository = *context.repository;
+  std::vector<std::string> violations =
+      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
+  for (const auto& path : repository.changed_paths(best, head)) {
+    bool allowed = false;
+    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
+    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
+  }
+  return violations;
+}
+
+// --dry-run: every check `experiment` makes before it builds, then what it would run, and nothing
+// else: no run folder, no recovery of an interrupted run (named instead), no build, no record.
+// Exit 0 when the commit would be judged, 3 when it would be REJECTED (as the real run would).
+int print_dry_run(SessionContext& context, const nlohmann::json& session, const Lane& lane,
+                  const ExperimentOptions& experiment, const std::string& best, const std::string& head, bool json) {
+  GitRepository& repository = *context.repository;
+  const std::vector<std::string> violations = scope_violations(context, session, best, head);
+  const bool judge_intact = session.contains("judge") &&
+                            session_judge_files(session) == judge_build_hashes(context, lane) &&
+                            judge_tree_changes(context, lane, session).empty();
+  const std::vector<std::string> best_changes = best_build_changes(context, lane);
+  Fields fields{
+      {"dry_run", "true"},
+      {"would", violations.empty() ? "judge" : "reject"},
+      {"commit", head},
+      {"summary", repository.summary(head)},
+      {"classification", experiment.classification},
+      {"lane", lane.name},
+      {"best", best},
+      {"min_improvement_percent", format_number(effective_min_improvement(session, lane), 4)},
+      {"configure", "cmake --preset " + lane.configure_preset},
+      {"build", "cmake --build --preset " + lane.build_preset},
+      {"judge", judge_intact ? "built and intact: reused" : "built first (from the init commit)"},
+      {"best_build", best_changes.empty() ? "built and intact: reused" : "built first (" + best_changes.front() + ")"}};
+  for (const auto& preset : lane.test_presets) fields.push_back({"test", "ctest --preset " + preset});
+  fields.push_back({"objective", lane.objective.benchmark + " " + lane.objective.name + " (" + lane.objective.metric +
+                                     ", " + lane.objective.unit + ")"});
+  if (context.state.load_inflight())
+    fields.push_back({"interrupted_run", "inflight.json exists: the real run recovers it first"});
+  for (const auto& violation : violations) fields.push_back({"reason", violation});
+  print_result_block(std::cout, fields, json, {{"violations", violations}, {"test_presets", lane.test_presets}});
+  return violations.empty() ? 0 : exit_code(Status::rejected);
+}
+
 // `place` is set once the run has a folder.
 int run_experiment(const CommonOptions& options, const ExperimentOptions& experiment, std::optional<RunPlace>& place) {
   SessionContext context = open_session_context(options);
@@ -94,10 +144,12 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   LockFile lock(context.state.lock_file());
   for (const auto& stale : remove_stale_git_locks(*context.repository, context.state))
     std::cerr << "dit-ar: removed " << stale.string() << ", left by a git update of a driver that was stopped\n";
-  restore_interrupted_baseline(context.state);
-  recover_interrupted_run(context, std::cerr);
-  report_sealed(context.state, context.state.seal_undecided_runs());
-  session = context.state.load_session();  // as the recovery left it
+  if (!experiment.dry_run) {
+    restore_interrupted_baseline(context.state);
+    recover_interrupted_run(context, std::cerr);
+    report_sealed(context.state, context.state.seal_undecided_runs());
+    session = context.state.load_session();  // as the recovery left it
+  }
   validate_contract(context.config);
 
   if (!session.contains("baseline")) {
@@ -122,6 +174,8 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   const std::string head = repository.head_commit();
   require_one_commit_on_best(repository, head, best);
 
+  if (experiment.dry_run) return print_dry_run(context, session, lane, experiment, best, head, options.json);
+
   ExperimentRecord record;
   record.timestamp = utc_timestamp();
   record.commit = head;
@@ -143,13 +197,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
 
   // Scope and locks are checked on the commit itself: nothing is built for a commit that
   // touches what it must not.
-  std::vector<std::string> violations =
-      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
-  for (const auto& path : repository.changed_paths(best, head)) {
-    bool allowed = false;
-    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
-    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
-  }
+  std::vector<std::string> violations = scope_violations(context, session, best, head);
   if (!violations.empty()) {
     record.status = Status::rejected;
     record.reasons = violations;
@@ -263,6 +311,10 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
             }
           },
           "UTF-8"));
+  command->add_flag("--dry-run", experiment->dry_run,
+                    "Make every check the experiment makes before building, print what it would run (presets, "
+                    "objective, the judge's build), and stop: nothing is built, recorded or recovered; exit 0, or 3 "
+                    "when the commit would be REJECTED");
   add_common_options(*command, options, true);
   command->callback([&options, experiment] {
     std::optional<RunPlace> place;

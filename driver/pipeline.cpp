@@ -279,16 +279,37 @@ std::string judge_report_path(const SelectedTest& test) {
   return test.has_label("perf") ? "gates/performance.json" : "quality/gates/" + test.name + ".json";
 }
 
+// A build folder whose last configure did not finish (a full disk, a kill, a timeout) can hold a
+// half-written CMakeCache.txt or CMakeFiles/<version>/*.cmake that every later configure trips
+// over (on a full disk: "CMake can not determine linker language", a CRASH of every later
+// commit). A configure that succeeds leaves a stamp beside the folder (outside it, where the
+// candidate's build cannot write); one that starts removes it first; a folder with a cache and no
+// stamp is emptied before it is configured again.
+fs::path configured_stamp(const fs::path& folder) {
+  return folder.parent_path() / (folder.filename().string() + ".dit-ar-configured");
+}
+
+void prepare_build_folder(const fs::path& folder) {
+  const fs::path stamp = configured_stamp(folder);
+  if (fs::exists(folder / "CMakeCache.txt") && !fs::exists(stamp)) fs::remove_all(folder);
+  fs::remove(stamp);
+  fs::create_directories(folder);
+}
+
+// Best effort: without the stamp the next run only configures from an empty folder.
+void mark_configured(const fs::path& folder) { std::ofstream(configured_stamp(folder)) << "configured\n"; }
+
 std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;
-  fs::create_directories(build_folder(request));
+  prepare_build_folder(build_folder(request));
   fs::create_directories(request.cache_dir);
   fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
   ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset}, configure_log,
                                       config.timeouts.configure);
   report_stage(request, log_prefix + "configure", configure);
   if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
+  mark_configured(build_folder(request));
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
   ProcessResult build = run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
                                   config.timeouts.build);
@@ -299,12 +320,15 @@ std::optional<std::string> configure_and_build(const RunRequest& request, const 
 std::optional<std::string> configure_and_build_judge(const RunRequest& request) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;
+  const fs::path judge_build = request.judge_source_dir / lane.build_dir;
+  prepare_build_folder(judge_build);
   fs::path configure_log = request.run_dir / "judge-configure.log";
   ProcessResult configure = run_stage(request, View::judge_build, {"cmake", "--preset", lane.configure_preset},
                                       configure_log, config.timeouts.configure);
   report_stage(request, "judge configure", configure);
   if (auto failure = stage_failure("judge configure", configure, configure_log)) return failure;
-  std::vector<std::string> build{"cmake", "--build", (request.judge_source_dir / lane.build_dir).string(), "--target"};
+  mark_configured(judge_build);
+  std::vector<std::string> build{"cmake", "--build", judge_build.string(), "--target"};
   build.insert(build.end(), config.judge.targets.begin(), config.judge.targets.end());
   fs::path build_log = request.run_dir / "judge-build.log";
   ProcessResult built = run_stage(request, View::judge_build, build, build_log, config.timeouts.build);

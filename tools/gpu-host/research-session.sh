@@ -5,6 +5,7 @@
 #
 # Usage: tools/gpu-host/research-session.sh --tag TAG --experiments DIR
 #          [--lane LANE] [--from REV] [--out DIR] [--dit-ar PATH] [--config PATH]
+#          [--max-experiments N] [--until TIME] [--stop-file PATH]
 #   --lane         objective lane of config/autoresearch.json (default a5500-e2e-256)
 #   --from         the commit the session branch starts from (default HEAD)
 #   --experiments  a folder of `git format-patch` files, each NN-name.patch with its
@@ -13,6 +14,11 @@
 #                  {"patch": FILE, "classification": ..., "description": ...} in its order
 #   --out          where the packed results go (default ./session-out, or $OUT)
 #   --dit-ar       the driver binary (default: <lane build_dir>/driver/dit-ar, built if absent)
+#   Budgets, each checked between experiments (a running one always finishes and is recorded):
+#   --max-experiments N   stop after N experiments were judged
+#   --until TIME          start no experiment at or after TIME (anything `date -d` reads:
+#                         "2026-12-02 09:30", "+45 minutes")
+#   --stop-file PATH      stop once PATH exists (default OUT/STOP: `touch` it to end the session)
 #
 # Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
@@ -36,8 +42,14 @@ out="${OUT:-}"
 dit_ar="${DIT_AR:-}"
 config=config/autoresearch.json
 from=HEAD
+max_experiments=""
+until_text=""
+stop_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --max-experiments) max_experiments="$2"; shift 2 ;;
+    --until) until_text="$2"; shift 2 ;;
+    --stop-file) stop_file="$2"; shift 2 ;;
     --lane) lane="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
@@ -45,12 +57,19 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
 [ -n "$tag" ] || die "--tag is required"
 [ -n "$experiments" ] || die "--experiments is required"
+if [ -n "$max_experiments" ]; then
+  [[ $max_experiments =~ ^[1-9][0-9]*$ ]] || die "--max-experiments must be a positive integer, not '$max_experiments'"
+fi
+until_epoch=""
+if [ -n "$until_text" ]; then
+  until_epoch=$(date -d "$until_text" +%s 2>/dev/null) || die "--until: date cannot read '$until_text'"
+fi
 folder=$(cd "$experiments" 2>/dev/null && pwd) || die "no experiments folder: $experiments"
 experiments=$folder
 
@@ -61,6 +80,8 @@ mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
 log="$out/session.log"
 : >"$log"
+stop_file="${stop_file:-$out/STOP}"
+rm -f "$out/STOP"
 say() { echo "$*" | tee -a "$log"; }
 
 if [ -f .deps/env.sh ]; then . .deps/env.sh >>"$log" 2>&1; fi
@@ -80,7 +101,8 @@ config = json.load(open(sys.argv[1]))
 lane = config["lanes"].get(sys.argv[2])
 if lane is None:
     sys.exit("no lane %r in %s (lanes: %s)" % (sys.argv[2], sys.argv[1], ", ".join(config["lanes"])))
-print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configure_preset"], lane["build_preset"])
+print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configure_preset"],
+      lane.get("build_preset", lane["configure_preset"]))  # as dit-ar reads it
 EOF
 ) || die "cannot read lane $lane from $config"
 
@@ -177,8 +199,26 @@ if [ $rc -ne 0 ]; then
   session_status=1
 fi
 
+# Why the session ends before the next experiment: a budget spent or the stop file (empty: go on).
+budget_stop() {
+  if [ -n "$max_experiments" ] && [ "$judged" -ge "$max_experiments" ]; then
+    echo "--max-experiments $max_experiments reached"
+  elif [ -n "$until_epoch" ] && [ "$(date +%s)" -ge "$until_epoch" ]; then
+    echo "--until $until_text reached"
+  elif [ -e "$stop_file" ]; then
+    echo "stop file $stop_file exists"
+  fi
+}
+
 step=0
+judged=0
+stopped=""
 while [ $session_status -eq 0 ] && IFS=$'\t' read -r -u 3 patch classification description; do
+  stopped=$(budget_stop)
+  if [ -n "$stopped" ]; then
+    say "stopped before $(basename "$patch" .patch): $stopped"
+    break
+  fi
   step=$((step + 1))
   name=$(basename "$patch" .patch)
   start=$(date +%s.%N)
@@ -198,6 +238,7 @@ while [ $session_status -eq 0 ] && IFS=$'\t' read -r -u 3 patch classification d
   applied=$(since "$start")
   say "$name: $commit $(git log -1 --format=%s) [$classification]"
   run_step "$name" experiment --classification "$classification" --description "$description"
+  [ $rc -ne 2 ] && judged=$((judged + 1))
   total=$(since "$start")
   status=$(last_status)
   [ $rc -eq 2 ] && status=REFUSED
@@ -222,5 +263,6 @@ tar -czf "$out/state-logs.tar.gz" -C "$state_dir" --exclude='*.safetensors' --ex
   --exclude='*.npy' "${records[@]}" || say "packing $state_dir failed"
 rm -f "$out/.step.log"
 cat "$out/summary.txt"
+[ -n "$stopped" ] && say "the session stopped early: $stopped ($judged judged)"
 say "results in $out: $(cd "$out" && ls | tr '\n' ' ')"
 exit $session_status
