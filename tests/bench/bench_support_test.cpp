@@ -18,6 +18,7 @@
 #include "core/sha256.h"
 #include "bench/engine/model_costs.h"
 #include "model/config.h"
+#include "tests/support/test_support.h"
 
 namespace dit::bench {
 namespace {
@@ -141,21 +142,11 @@ TEST(ModelCosts, WeightBytesFollowThePrecision) {
 // As a suite declares it: the harness then also takes --weights-sha256.
 const Option weights_option(kWeightsOptionName, "a checkpoint (test)");
 
-std::mt19937_64& random_engine() {
-  static std::mt19937_64 engine(std::random_device{}());
-  return engine;
-}
-
-std::string random_sha256() {
-  std::string hex;
-  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[random_engine()() % 16];
-  return hex;
-}
-
 // A file of fresh random bytes at `path`; returns their sha256.
 std::string write_random_file(const std::filesystem::path& path) {
-  std::string bytes(1 + random_engine()() % 200000, '\0');
-  for (char& byte : bytes) byte = static_cast<char>(random_engine()());
+  std::mt19937_64 random(dit::test::fresh_seed());
+  std::string bytes(1 + random() % 200000, '\0');
+  for (char& byte : bytes) byte = static_cast<char>(random());
   std::ofstream(path, std::ios::binary) << bytes;
   return sha256_hex(bytes);
 }
@@ -169,7 +160,7 @@ TEST(CheckedWeightsSha256, ReturnsTheFilesHashAndRefusesAnyOther) {
   for (const std::string& expected : {std::string(), actual, upper})
     EXPECT_EQ(checked_weights_sha256(file.string(), expected), actual) << expected;
 
-  const std::string wrong = random_sha256();
+  const std::string wrong = dit::test::random_sha256_hex();
   struct Refusal {
     std::string path, expected, mentions;
   };
@@ -310,7 +301,7 @@ TEST_F(RunMain, RejectsACheckpointOfAnotherSha256WithExitCode2BeforeTheGpuCheck)
   const std::filesystem::path weights = directory_ / "weights.safetensors";
   const std::string actual = write_random_file(weights);
   const std::vector<std::vector<std::string>> refused = {
-      {"--weights=" + weights.string(), "--weights-sha256=" + random_sha256()},
+      {"--weights=" + weights.string(), "--weights-sha256=" + dit::test::random_sha256_hex()},
       {"--weights=" + (directory_ / "missing.safetensors").string(), "--weights-sha256=" + actual},
       {"--weights=" + weights.string(), "--weights-sha256=" + actual.substr(2)},
       {"--weights-sha256=" + actual},

@@ -21,6 +21,7 @@
 
 #include "core/sha256.h"
 #include "tests/support/process_runner.h"
+#include "tests/quality/one_case_contract.h"
 
 namespace {
 
@@ -338,27 +339,6 @@ TEST_F(Cli, AGateJudgesTheRenderInTheOutputDir) {
   EXPECT_NE(result.output.find("unknown classification \"fast\""), std::string::npos) << result.output;
 }
 
-// A contract for a one-case corpus "tiny.jsonl" (its case "tiny-b" critical), with floors for
-// the CPU and gate set "tiny".
-nlohmann::json tiny_contract() {
-  nlohmann::json metrics;
-  for (const char* name : {"latent_relative_l2", "max_abs_pixel_error"})
-    metrics[name] = {{"direction", "lower"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
-  for (const char* name : {"image_psnr", "image_ssim", "all_finite", "determinism"})
-    metrics[name] = {{"direction", "higher"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
-  const nlohmann::json exact = {{"latent_relative_l2", 1e-6}, {"image_psnr", 80.0}, {"image_ssim", 0.99999},
-                                {"max_abs_pixel_error", 2.0}, {"all_finite", 1.0},  {"determinism", 1.0}};
-  return {{"about", "cli_test"},
-          {"version", 2},
-          {"strict_zero_regression", false},
-          {"strict_classifications", {"quantization"}},
-          {"required_metrics",
-           {"latent_relative_l2", "image_psnr", "image_ssim", "max_abs_pixel_error", "all_finite", "determinism"}},
-          {"metrics", metrics},
-          {"floors", {{"cpu", {{"tiny", {{"calibration", "none.json"}, {"margin", "test"}, {"exact", exact}}}}}}},
-          {"critical_cases", {{"tiny.jsonl", {"tiny-b"}}}}};
-}
-
 // The checkpoint copies hold tiny_b's own tests/data weights, so every render below has the same
 // bytes: a gate refuses on the weights alone, and accepts the same checkpoint at another path.
 TEST_F(Cli, AGateRefusesARenderFromOtherWeightsThanTheBaselines) {
@@ -366,7 +346,7 @@ TEST_F(Cli, AGateRefusesARenderFromOtherWeightsThanTheBaselines) {
       "tiny.jsonl",
       R"({"id": "tiny-b", "model": "tiny_b", "image_size": 64, "class_label": 3, "seed": 11, "sampler": "ddim", "steps": 3, "cfg_scale": 4.0, "critical": true, "vae": "tiny"})"
       "\n");
-  write("contract.json", tiny_contract().dump(2));
+  write("contract.json", dit::test::one_case_contract("cli_test", "tiny", "none.json", "test").dump(2));
   std::string copies[2];
   for (int i = 0; i < 2; ++i) {
     fs::create_directories(dir_ + "/copy" + std::to_string(i));

@@ -32,6 +32,8 @@
 #include "quality/store.h"
 #include "tests/model/diffusers_layout.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/test_support.h"
+#include "tests/quality/one_case_contract.h"
 
 namespace dit::quality {
 namespace {
@@ -50,27 +52,6 @@ std::string read_text(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// A small version-2 contract for the one-case corpus below, with floors for cpu/other-set only.
-nlohmann::json small_contract() {
-  nlohmann::json metrics;
-  for (const char* name : {"latent_relative_l2", "max_abs_pixel_error"})
-    metrics[name] = {{"direction", "lower"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
-  for (const char* name : {"image_psnr", "image_ssim", "all_finite", "determinism"})
-    metrics[name] = {{"direction", "higher"}, {"allowed_regression", {{"absolute", 0.0}, {"relative", 0.0}}}};
-  const nlohmann::json exact = {{"latent_relative_l2", 1e-6}, {"image_psnr", 80.0}, {"image_ssim", 0.99999},
-                                {"max_abs_pixel_error", 2.0}, {"all_finite", 1.0},  {"determinism", 1.0}};
-  return {
-      {"about", "render_cli_test"},
-      {"version", 2},
-      {"strict_zero_regression", false},
-      {"strict_classifications", {"quantization"}},
-      {"required_metrics",
-       {"latent_relative_l2", "image_psnr", "image_ssim", "max_abs_pixel_error", "all_finite", "determinism"}},
-      {"metrics", metrics},
-      {"floors", {{"cpu", {{"other-set", {{"calibration", "elsewhere.json"}, {"margin", "kept"}, {"exact", exact}}}}}}},
-      {"critical_cases", {{"tiny.jsonl", {"tiny-b"}}}}};
-}
-
 class RenderCli : public testing::Test {
  protected:
   void SetUp() override {
@@ -82,7 +63,8 @@ class RenderCli : public testing::Test {
           "{\"id\": \"tiny-b\", \"model\": \"tiny_b\", \"image_size\": 64, \"class_label\": 3, \"seed\": 11, "
           "\"sampler\": \"ddim\", \"steps\": 3, \"cfg_scale\": 4.0, \"critical\": true, \"vae\": \"tiny\", "
           "\"weights_seed\": 0}\n");
-    write("contract.json", small_contract().dump(2) + "\n");
+    write("contract.json",
+          dit::test::one_case_contract("render_cli_test", "other-set", "elsewhere.json", "kept").dump(2) + "\n");
   }
   std::string write(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/" + name;
@@ -121,17 +103,6 @@ TEST_F(RenderCli, DeterminismIsCheckedByASecondRenderInAFreshProcess) {
   EXPECT_TRUE(fs::is_empty(dir_ + "/tmp"));
 }
 
-std::mt19937_64& random_engine() {
-  static std::mt19937_64 engine(std::random_device{}());
-  return engine;
-}
-
-std::string random_hex() {
-  std::string hex;
-  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[random_engine()() % 16];
-  return hex;
-}
-
 // The one case of the corpus (its class label and noise seed fresh), with `fields` appended.
 std::string tiny_case(int class_label, uint64_t seed, const std::string& fields) {
   return "{\"id\": \"tiny-b\", \"model\": \"tiny_b\", \"image_size\": 64, \"class_label\": " +
@@ -148,9 +119,9 @@ std::string weights_field(const std::string& path, const std::string& sha256) {
 // a corpus case names it (in the engine's layout or diffusers'), the gate set does, or --weights
 // gives it; render.json records the file (its path resolved) and its sha256.
 TEST_F(RenderCli, ACheckpointRendersAsTheSeededWeightsItWasWrittenFrom) {
-  const uint64_t weights_seed = random_engine()();
-  const int class_label = static_cast<int>(random_engine()() % 10);
-  const uint64_t noise_seed = random_engine()();
+  const uint64_t weights_seed = dit::test::fresh_seed();
+  const int class_label = static_cast<int>(dit::test::fresh_seed() % 10);
+  const uint64_t noise_seed = dit::test::fresh_seed();
   const Corpus plain = parse_corpus(tiny_case(class_label, noise_seed, ""), dir_ + "/tiny.jsonl");
   const ModelConfig config = case_model_config(plain.cases.at(0), DIT_TEST_DATA_DIR);
   const DitWeights seeded = DitWeights::random(config, weights_seed);
@@ -224,7 +195,7 @@ TEST_F(RenderCli, AMissingOrMismatchedCheckpointIsRefusedBeforeAnythingIsWritten
   const std::string checkpoint = fs::path(dir_ + "/ckpt.safetensors").lexically_normal().string();
   const std::string missing = fs::path(dir_ + "/no-such.safetensors").lexically_normal().string();
   fs::copy_file(std::string(DIT_TEST_DATA_DIR) + "/dit_tiny_b.weights.safetensors", checkpoint);
-  const std::string actual = sha256_file(checkpoint), wrong = random_hex();
+  const std::string actual = sha256_file(checkpoint), wrong = dit::test::random_sha256_hex();
   struct Row {
     std::string name, corpus_fields, options;
     std::vector<std::string> mentions;

@@ -17,24 +17,12 @@
 #include "quality/corpus.h"
 #include "quality/gate_sets.h"
 #include "quality/store.h"
+#include "tests/support/test_support.h"
 
 namespace dit::quality {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::mt19937_64& random_engine() {
-  static std::mt19937_64 engine(std::random_device{}());
-  return engine;
-}
-
-// A fresh SHA-256-shaped string: 64 hexadecimal digits, lowercase unless `upper`.
-std::string random_hex(bool upper = false) {
-  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-  std::string hex;
-  for (int i = 0; i < 64; ++i) hex += digits[random_engine()() % 16];
-  return hex;
-}
 
 std::string lowercase(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -69,7 +57,7 @@ struct Good {
 };
 
 std::vector<Good> good_paths(const std::string& base) {
-  const std::string name = "ckpt-" + std::to_string(random_engine()() % 100000) + ".safetensors";
+  const std::string name = "ckpt-" + std::to_string(dit::test::fresh_seed() % 100000) + ".safetensors";
   return {{name, base + "/" + name},
           {"weights/../" + name, base + "/" + name},
           {"/abs/" + name, "/abs/" + name},
@@ -79,7 +67,7 @@ std::vector<Good> good_paths(const std::string& base) {
 TEST(WeightsReference, ACorpusCaseResolvesItsPathAgainstTheCorpusFolder) {
   for (const Good& good : good_paths("dir/sub")) {
     for (const bool upper : {false, true}) {
-      const std::string hash = random_hex(upper);
+      const std::string hash = dit::test::random_sha256_hex(upper);
       const Corpus corpus =
           parse_corpus(case_with(R"(, "weights": {"path": ")" + good.written + R"(", "sha256": ")" + hash + "\"}"),
                        "dir/sub/cases.jsonl");
@@ -94,7 +82,7 @@ TEST(WeightsReference, ACorpusCaseResolvesItsPathAgainstTheCorpusFolder) {
 
 TEST(WeightsReference, AGateSetResolvesItsPathAgainstTheGateSetsFolder) {
   for (const Good& good : good_paths("build/quality")) {
-    const std::string hash = random_hex();
+    const std::string hash = dit::test::random_sha256_hex();
     const std::vector<GateSet> sets = parse_gate_sets(
         gate_sets_with(R"(, "weights": {"path": ")" + good.written + R"(", "sha256": ")" + hash + "\"}"),
         "build/quality/gate-sets.json");
@@ -112,7 +100,7 @@ struct Bad {
 };
 
 std::vector<Bad> bad_references() {
-  const std::string hash = random_hex();
+  const std::string hash = dit::test::random_sha256_hex();
   return {
       {"\"ckpt.safetensors\"", "must be an object"},
       {"[\"ckpt.safetensors\", \"" + hash + "\"]", "must be an object"},
@@ -152,9 +140,9 @@ TEST(WeightsReference, AMalformedReferenceInAGateSetIsNamedBySet) {
 
 TEST(WeightsReference, ACaseNamesACheckpointOrASeedNeverBoth) {
   const std::string message = error_of([&] {
-    parse_corpus(
-        case_with(R"(, "weights_seed": 2, "weights": {"path": "c.safetensors", "sha256": ")" + random_hex() + "\"}"),
-        "cases.jsonl");
+    parse_corpus(case_with(R"(, "weights_seed": 2, "weights": {"path": "c.safetensors", "sha256": ")" +
+                           dit::test::random_sha256_hex() + "\"}"),
+                 "cases.jsonl");
   });
   EXPECT_NE(message.find("cases.jsonl:1: fields \"weights\" and \"weights_seed\" exclude each other"),
             std::string::npos)
@@ -164,14 +152,15 @@ TEST(WeightsReference, ACaseNamesACheckpointOrASeedNeverBoth) {
 TEST(WeightsReference, AFileIsCheckedByTheSha256OfItsBytes) {
   const fs::path dir = fs::path(testing::TempDir()) / ("weights_reference_test_" + std::to_string(getpid()));
   fs::create_directories(dir);
-  std::string bytes(1 + random_engine()() % 300000, '\0');
-  for (char& byte : bytes) byte = static_cast<char>(random_engine()());
+  std::mt19937_64 random(dit::test::fresh_seed());
+  std::string bytes(1 + random() % 300000, '\0');
+  for (char& byte : bytes) byte = static_cast<char>(random());
   const std::string path = (dir / "ckpt.safetensors").string();
   std::ofstream(path, std::ios::binary) << bytes;
   const std::string actual = sha256_hex(bytes);
 
   EXPECT_EQ(weights_file_problem({path, actual}), "");
-  const std::string other = random_hex();
+  const std::string other = dit::test::random_sha256_hex();
   const std::string mismatch = weights_file_problem({path, other});
   EXPECT_NE(mismatch.find("weights file " + path + " has sha256 " + actual + ", not the expected " + other),
             std::string::npos)
@@ -190,8 +179,9 @@ RenderManifest manifest_of(const std::optional<WeightsUsed>& weights) {
 }
 
 TEST(WeightsReference, RenderJsonRecordsTheWeightsAndReadsThemBack) {
-  const WeightsUsed checkpoint{WeightsReference{"/w/" + random_hex() + ".safetensors", random_hex()}, 0};
-  const WeightsUsed seeded{std::nullopt, random_engine()()};
+  const WeightsUsed checkpoint{
+      WeightsReference{"/w/" + dit::test::random_sha256_hex() + ".safetensors", dit::test::random_sha256_hex()}, 0};
+  const WeightsUsed seeded{std::nullopt, dit::test::fresh_seed()};
   for (const WeightsUsed& used : {checkpoint, seeded}) {
     const nlohmann::json written = manifest_of(used).to_json();
     const RenderManifest read = RenderManifest::from_json(written, "render.json");
@@ -209,10 +199,10 @@ TEST(WeightsReference, RenderJsonRecordsTheWeightsAndReadsThemBack) {
 
 TEST(WeightsReference, AGateRefusesOnlyOtherWeightsThanTheBaselines) {
   const Corpus corpus = parse_corpus(case_with(", \"weights_seed\": 4"), "cases.jsonl");
-  const std::string hash = random_hex();
+  const std::string hash = dit::test::random_sha256_hex();
   const WeightsUsed file{WeightsReference{"/judge/src/ckpt.safetensors", hash}, 0};
   const WeightsUsed same_bytes_elsewhere{WeightsReference{"/candidate/src/ckpt.safetensors", hash}, 0};
-  const WeightsUsed other_bytes{WeightsReference{"/judge/src/ckpt.safetensors", random_hex()}, 0};
+  const WeightsUsed other_bytes{WeightsReference{"/judge/src/ckpt.safetensors", dit::test::random_sha256_hex()}, 0};
   const WeightsUsed seed_4{std::nullopt, 4}, seed_5{std::nullopt, 5};
   struct Row {
     std::string name;

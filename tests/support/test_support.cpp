@@ -18,6 +18,14 @@ uint64_t fresh_seed() {
   return mixer();
 }
 
+std::string random_sha256_hex(bool upper) {
+  static std::mt19937_64 generator(fresh_seed());
+  const char* digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string hex;
+  for (int i = 0; i < 64; ++i) hex += digits[generator() % 16];
+  return hex;
+}
+
 std::vector<float> random_normal(size_t n, uint64_t seed, float std) {
   std::mt19937_64 generator(seed);
   std::normal_distribution<float> dist(0.0f, std);

@@ -21,6 +21,10 @@ uint64_t fresh_seed();
 std::vector<float> random_normal(size_t n, uint64_t seed, float std = 1.0f);
 std::vector<float> random_uniform(size_t n, uint64_t seed, float bound = 1.0f);
 
+// A fresh SHA-256-shaped string: 64 hexadecimal digits, lowercase unless `upper` (one generator
+// per process, seeded from fresh_seed()).
+std::string random_sha256_hex(bool upper = false);
+
 // A NaN with a recognisable payload; poison() fills with it, count_poisoned() finds it.
 float poison_value();
 void poison(std::span<float> values);

@@ -222,18 +222,11 @@ TEST_F(DitSample, OutOfRangeNumbersConfigsAndWeightsExitWithTwo) {
   EXPECT_EQ(run.exit_code, 0) << run.output;
 }
 
-std::string random_sha256() {
-  static std::mt19937_64 engine(std::random_device{}());
-  std::string hex;
-  for (int i = 0; i < 64; ++i) hex += "0123456789abcdef"[engine() % 16];
-  return hex;
-}
-
 // A checkpoint's sha256 is recorded in the request; --weights-sha256 (and --vae-weights-sha256)
 // refuse any other file with exit 2 naming the file and both hashes, before anything is written.
 TEST_F(DitSample, AWeightsSha256OtherThanTheFilesExitsTwoNamingBothHashes) {
   const std::string path = test::data_path("dit_tiny_a.weights.safetensors");
-  const std::string actual = sha256_file(path), wrong = random_sha256();
+  const std::string actual = sha256_file(path), wrong = dit::test::random_sha256_hex();
   std::string upper = actual;
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   const std::string request = " --class 1 --steps 1 --sampler ddim --out " + out_dir.string();
