@@ -10,6 +10,9 @@ set -u
 DIT_AR=$1
 PERF_GATE=$2
 FIXTURE=$3
+# The compiler-cache steps assert what the driver sets, so none may come from the caller
+# (a GPU-host lease builds with CCACHE_DISABLE=1).
+unset CCACHE_DISABLE CCACHE_READONLY
 # shellcheck source=e2e_common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/e2e_common.sh"
 e2e_setup e2e

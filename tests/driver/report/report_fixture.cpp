@@ -185,9 +185,13 @@ FixtureFacts write_fixture_project(const fs::path& root, const fs::path& driver_
     if (row.candidate) facts.measured_rows++;
     facts.rows++;
   }
-  state.store_session({{"branch", "autoresearch/report-fixture"},
+  // Every field `dit-ar init` writes that the commands check.
+  state.store_session({{"version", 1},
+                       {"tag", "report-fixture"},
+                       {"branch", "autoresearch/report-fixture"},
                        {"lane", "fixture"},
                        {"init_commit", commit_id(0)},
+                       {"locks", nlohmann::json::object()},
                        {"baseline",
                         {{"commit", commit_id(0)},
                          {"run_dir", run_dirs[0]},
