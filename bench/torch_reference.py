@@ -130,7 +130,10 @@ class Attention(nn.Module):
         batch, tokens, hidden = x.shape
         qkv = self.qkv(x).reshape(batch, tokens, 3, self.heads, hidden // self.heads)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # each [B, H, T, hd]
-        out = F.scaled_dot_product_attention(q, k, v)
+        if hasattr(F, "scaled_dot_product_attention"):
+            out = F.scaled_dot_product_attention(q, k, v)
+        else:  # torch < 2.0 (Debian 12's 1.13): the same product, written out
+            out = torch.softmax(q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5), dim=-1) @ v
         return self.proj(out.transpose(1, 2).reshape(batch, tokens, hidden))
 
 

@@ -1,6 +1,8 @@
 // dit-sample: class-conditional images from a DiT checkpoint or seeded random weights, on the
-// cpu or cuda backend: the latents as DIR/latents.safetensors (the request in its metadata),
-// decoded by the SD VAE (or a tiny one) into one PNG per image.
+// cpu or cuda backend: the latents as DIR/latents.safetensors (the request in its metadata, the
+// sampler's start latents beside the result), decoded by the SD VAE (or a tiny one) into one PNG
+// per image. With --forward-inputs, one forward pass of given x, t and y instead (an outside
+// oracle compares it with another implementation on the same weights).
 // Exit codes: 0 done, 2 bad arguments, files or setup (the message names the problem: a seed
 // outside [0, 2^64 - 1], a model config beyond its bounds, a non-finite weight, a checkpoint
 // whose sha256 is not --weights-sha256's, or no GPU for --backend cuda, which is checked before
@@ -16,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +54,8 @@ struct Options {
   std::string vae;  // sd, tiny or none; default: sd at DiT's image sizes, tiny for smaller test models
   std::string vae_weights_path;
   std::string vae_weights_sha256;
+  std::string forward_inputs;  // safetensors with x, t, y: one forward pass instead of sampling
+  std::string forward_output;
   dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
@@ -100,7 +105,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(kSha256)
       ->needs(weights);
   app.add_option("--weights-seed", o.weights_seed, "seed of --random-weights")->check(kSeed)->capture_default_str();
-  app.add_option("--class", o.classes, "class label of one image (repeat for a batch)")->required();
+  app.add_option("--class", o.classes, "class label of one image (repeat for a batch)");
   app.add_option("--seed", o.seeds, "noise seed per image: one (image i gets seed + i) or one per --class")
       ->check(kSeed)
       ->capture_default_str();
@@ -113,6 +118,9 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--backend", o.backend, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   app.add_option("--out", o.out_dir, "output directory")->capture_default_str();
+  app.add_option("--forward-inputs", o.forward_inputs,
+                 "one forward pass instead of sampling: a safetensors file with x [B, C, S, S] (float), t and y [B]");
+  app.add_option("--forward-output", o.forward_output, "with --forward-inputs: the safetensors file of its output");
   app.add_option("--vae", o.vae,
                  "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
                  "or none (latents only) (default: sd for images of 256 and more, else tiny)")
@@ -151,6 +159,7 @@ dit::ModelConfig resolve_config(const Options& o) {
 }
 
 dit::SampleRequest make_request(const Options& o) {
+  if (o.classes.empty()) throw dit::Error(dit::ErrorKind::invalid_argument, "give --class (one per image)");
   dit::SampleRequest request;
   request.class_labels = o.classes;
   if (o.seeds.size() == 1) {
@@ -239,12 +248,56 @@ std::string request_json(const Options& o, const dit::ModelConfig& config, const
   return json.dump();
 }
 
+// The forward mode: out = model(x, t, y) for the file's inputs, written as tensor "out" with
+// the model, precision and weights in the metadata.
+int forward_to_file(const Options& o, dit::DitModel& model, const std::string& weights_sha256) {
+  const dit::SafetensorsFile inputs = dit::SafetensorsFile::open(o.forward_inputs);
+  const dit::Tensor x = inputs.to_float("x");
+  const std::vector<int64_t> t = inputs.to_int64("t"), y = inputs.to_int64("y");
+  const dit::ModelConfig& config = model.config();
+  const std::vector<int64_t> expected{x.shape.empty() ? 0 : x.dim(0), config.in_channels, config.input_size,
+                                      config.input_size};
+  if (x.shape != expected || x.dim(0) < 1 || static_cast<int64_t>(t.size()) != x.dim(0) ||
+      static_cast<int64_t>(y.size()) != x.dim(0))
+    throw dit::Error(dit::ErrorKind::invalid_file,
+                     o.forward_inputs + ": x " + dit::shape_string(x.shape) + " with " + std::to_string(t.size()) +
+                         " timesteps and " + std::to_string(y.size()) + " labels does not fit " + config.name +
+                         " (x [B, " + std::to_string(config.in_channels) + ", " + std::to_string(config.input_size) +
+                         ", " + std::to_string(config.input_size) + "], t and y [B])");
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] < 0 || t[i] > 999)
+      throw dit::Error(dit::ErrorKind::invalid_file, o.forward_inputs + ": t[" + std::to_string(i) +
+                                                         "] = " + std::to_string(t[i]) + " is outside [0, 999]");
+    if (y[i] < 0 || y[i] > config.null_class())
+      throw dit::Error(dit::ErrorKind::invalid_file,
+                       o.forward_inputs + ": y[" + std::to_string(i) + "] = " + std::to_string(y[i]) +
+                           " is outside [0, " + std::to_string(config.null_class()) + "] (the last is the null class)");
+  }
+  const dit::Tensor out = model.forward(x, t, y);
+  std::map<std::string, std::string> metadata{
+      {"model", config.name},
+      {"precision", dit::precision_name(model.precision())},
+      {"backend", o.backend},
+      {"weights", o.random_weights ? "random:" + std::to_string(o.weights_seed) : o.weights_path}};
+  if (!weights_sha256.empty()) metadata["weights_sha256"] = weights_sha256;
+  dit::write_safetensors(o.forward_output, {{"out", out}}, metadata);
+  std::fprintf(stderr, "wrote %s %s (%s %s forward of x %s)\n", o.forward_output.c_str(),
+               dit::shape_string(out.shape).c_str(), config.name.c_str(), dit::precision_name(model.precision()),
+               dit::shape_string(x.shape).c_str());
+  return 0;
+}
+
 int run(const Options& o) {
   if (o.weights_path.empty() && !o.random_weights)
     throw dit::Error(dit::ErrorKind::invalid_argument, "give --weights PATH or --random-weights");
+  const bool forward_only = !o.forward_inputs.empty() || !o.forward_output.empty();
+  if (forward_only && (o.forward_inputs.empty() || o.forward_output.empty()))
+    throw dit::Error(dit::ErrorKind::invalid_argument, "give both --forward-inputs and --forward-output");
+  if (forward_only && !o.classes.empty())
+    throw dit::Error(dit::ErrorKind::invalid_argument, "--class samples images; --forward-inputs holds its own labels");
   const dit::ModelConfig config = resolve_config(o);
-  const dit::SampleRequest request = make_request(o);
-  dit::validate(request, config.num_classes);
+  const dit::SampleRequest request = forward_only ? dit::SampleRequest{} : make_request(o);
+  if (!forward_only) dit::validate(request, config.num_classes);
 
   const dit::Backend backend = dit::parse_backend(o.backend);
   const dit::Precision precision = dit::parse_precision(o.precision);
@@ -262,6 +315,7 @@ int run(const Options& o) {
                                                      : dit::DitWeights::load(o.weights_path, config);
     model = dit::make_model(backend, config, weights, precision, o.engine);
   }
+  if (forward_only) return forward_to_file(o, *model, hashes.dit);
   // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run.
   const std::string vae_name = resolve_vae(o, config);
   if (vae_name == "none" && !o.vae_weights_path.empty())
@@ -298,7 +352,12 @@ int run(const Options& o) {
 
   const std::filesystem::path out(o.out_dir);
   const std::string latents_path = (out / "latents.safetensors").string();
-  dit::write_safetensors(latents_path, {{"latents", result.latents}},
+  // The start latents x_T of each image (without guidance's unconditional copies): with DDIM at
+  // eta 0 the whole trajectory follows from them, so another implementation can retrace it.
+  const dit::Tensor all_start = dit::initial_latents(request, config);
+  dit::Tensor start_latents({result.latents.dim(0), all_start.dim(1), all_start.dim(2), all_start.dim(3)});
+  std::copy_n(all_start.ptr(), start_latents.numel(), start_latents.ptr());
+  dit::write_safetensors(latents_path, {{"latents", result.latents}, {"initial_latents", start_latents}},
                          {{"request", request_json(o, config, request, hashes)}});
   std::fprintf(stderr, "wrote %s %s\n", latents_path.c_str(), dit::shape_string(result.latents.shape).c_str());
   for (size_t i = 0; i < result.images.size(); ++i) {
