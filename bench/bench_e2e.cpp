@@ -97,6 +97,40 @@ const Setup& setup() {
   return value;
 }
 
+// The checkpoint the reference case renders from in the quality gate (its own, else its gate
+// set's), or nullopt for the embedded default (seeded random weights).
+const std::optional<dit::quality::WeightsReference>& case_weights() {
+  const Setup& s = setup();
+  return s.reference_case.weights ? s.reference_case.weights : s.gate_set.weights;
+}
+
+// Before any benchmark: the checkpoint is hashed as the renderer hashes it, so a missing or
+// different file is an input error (exit 2) before seconds of loading, and the JSON context
+// records which weights were timed.
+std::optional<int> check_case_weights() {
+  try {
+    const auto& weights = case_weights();
+    if (!weights) {
+      benchmark::AddCustomContext("weights",
+                                  "seeded random (seed " + std::to_string(setup().reference_case.weights_seed) + ")");
+      return std::nullopt;
+    }
+    if (const std::string problem = dit::quality::weights_file_problem(*weights); !problem.empty()) {
+      std::fprintf(stderr, "bench_e2e: gate set %s, case %s: %s\n", setup().gate_set.name.c_str(),
+                   setup().reference_case.id.c_str(), problem.c_str());
+      return 2;
+    }
+    benchmark::AddCustomContext("weights", weights->path);
+    benchmark::AddCustomContext("weights_sha256", weights->sha256);
+  } catch (const dit::Error& error) {
+    std::fprintf(stderr, "bench_e2e: %s\n", error.what());
+    return 2;
+  }
+  return std::nullopt;
+}
+
+const bool weights_checked = (dit::bench::set_before_benchmarks(check_case_weights), true);
+
 dit::bench::ModelCache& models() {
   static dit::bench::ModelCache cache([] {
     dit::bench::EngineChoice choice;
@@ -104,6 +138,7 @@ dit::bench::ModelCache& models() {
     choice.backend = dit::parse_backend(setup().gate_set.backend);
     choice.precision = setup().precision;
     choice.weights_seed = setup().reference_case.weights_seed;
+    if (case_weights()) choice.weights_path = case_weights()->path;
     return choice;
   }());
   return cache;

@@ -229,6 +229,12 @@ int run(const Options& options) {
   choice.backend = dit::parse_backend(gpu_set->backend);
   choice.precision = dit::parse_precision(options.precision.empty() ? gpu_set->precision : options.precision);
   choice.weights_seed = c.weights_seed;
+  // The case's checkpoint as the quality render takes it (its own, else the set's), hashed first.
+  if (const auto& weights = c.weights ? c.weights : gpu_set->weights) {
+    if (const std::string problem = dit::quality::weights_file_problem(*weights); !problem.empty())
+      throw dit::Error(dit::ErrorKind::invalid_file, "gate set " + gpu_set->name + ", case " + c.id + ": " + problem);
+    choice.weights_path = weights->path;
+  }
   dit::SampleRequest request;
   request.class_labels = {c.class_label};
   request.seeds = {c.seed};
@@ -301,6 +307,13 @@ int run(const Options& options) {
                   {"cfg_scale", c.cfg_scale},
                   {"precision", dit::precision_name(choice.precision)},
                   {"backend", gpu_set->backend}};
+  if (choice.weights_path.empty()) {
+    json["case"]["weights"] = "seeded random (seed " + std::to_string(c.weights_seed) + ")";
+  } else {
+    const auto& weights = c.weights ? c.weights : gpu_set->weights;
+    json["case"]["weights"] = weights->path;
+    json["case"]["weights_sha256"] = weights->sha256;
+  }
   json["load_ms"] = load_ms;
   json["image_ms_unperturbed"] = unperturbed_ms;
   json["image_ms_profiled"] = profiled_ms;  // CUDA Graphs off, synchronised at every range boundary
