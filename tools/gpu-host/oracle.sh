@@ -3,7 +3,8 @@
 # cuda backend (fp32, fp16 and bf16), diffusers included. Run from a tree whose BUILD holds
 # model/cli/dit-sample; .deps/wheels/ (tools/gpu-host/stage-wheels.sh) supplies what the host's
 # Python lacks, installed with --no-deps into WORK/pylib. The checkpoints (about 8 GB) go to
-# WORK and are removed at the end; the JSON and the log go to OUT.
+# WORK and are removed at the end (ORACLE_KEEP=PATH keeps the converted one there: the checkpoint
+# of tools/gpu-host/weights-gate.sh); the JSON and the log go to OUT.
 #   tools/gpu-host/oracle.sh BUILD WORK OUT
 set -uo pipefail
 [ $# -eq 3 ] || { echo "usage: oracle.sh BUILD WORK OUT" >&2; exit 2; }
@@ -27,5 +28,8 @@ done
   --precisions fp32,fp16,bf16 --diffusers on --steps 50 --work-dir "$work/run" --out "$out/oracle.json" \
   2>&1 | tee "$out/oracle.log"
 status=${PIPESTATUS[0]}
+if [ -n "${ORACLE_KEEP:-}" ] && [ -f "$work/run/dit-converted.safetensors" ]; then
+  mv "$work/run/dit-converted.safetensors" "$ORACLE_KEEP" && echo "oracle: kept the converted checkpoint as $ORACLE_KEEP"
+fi
 rm -rf "$work/run"
 exit "$status"
