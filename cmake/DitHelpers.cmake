@@ -3,8 +3,9 @@
 #   dit_add_test(NAME name SOURCES a.cpp ... [LIBRARIES lib ...] [LABELS label ...] [GPU]
 #                [TIMEOUT seconds] [ENVIRONMENT VAR=value ...])
 #     A GoogleTest executable registered as one CTest test. GPU tests carry the label `gpu`,
-#     skip (exit code 77) when no GPU is present unless DIT_REQUIRE_GPU=1, and share the `gpu`
-#     resource lock so nothing runs beside them. Other tests get the label `unit` by default.
+#     skip (exit code 77) when no GPU is present unless DIT_REQUIRE_GPU=1, and take one GPU
+#     each from CTest's resource allocation (DitGpuResources.cmake; the one `gpu` lock without
+#     GPUs), so no two run on the same device. Other tests get the label `unit` by default.
 #
 #   dit_add_benchmark(NAME name SOURCES a.cpp ... [LIBRARIES lib ...] [GPU]
 #                     [SMOKE_ARGS arg ...] [PERF_ARGS arg ...])
@@ -16,10 +17,18 @@ include_guard(GLOBAL)
 set(DIT_TEST_DATA_DIR "${CMAKE_CURRENT_LIST_DIR}/../tests/data" CACHE PATH "Reference vectors and test fixtures")
 set(DIT_SKIP_RETURN_CODE 77)
 
+include(${CMAKE_CURRENT_LIST_DIR}/DitGpuResources.cmake)
+
+# A GPU test takes one of the GPUs the build's CTest resource specification lists
+# (DitGpuResources.cmake), or, with none listed, the one `gpu` lock.
 function(_dit_mark_gpu_test test_name)
   set_property(TEST ${test_name} APPEND PROPERTY LABELS gpu)
   set_property(TEST ${test_name} PROPERTY SKIP_RETURN_CODE ${DIT_SKIP_RETURN_CODE})
-  set_property(TEST ${test_name} PROPERTY RESOURCE_LOCK gpu)
+  if(DIT_CTEST_GPU_IDS)
+    set_property(TEST ${test_name} PROPERTY RESOURCE_GROUPS "gpus:1")
+  else()
+    set_property(TEST ${test_name} PROPERTY RESOURCE_LOCK gpu)
+  endif()
 endfunction()
 
 function(dit_add_test)

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "model/dit_model.h"
+#include "core/ctest_gpu.h"
 #include "core/error.h"
 #include "model/pipeline.h"
 #include "core/safetensors.h"
@@ -375,6 +376,7 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!dit::take_ctest_gpu("dit-sample")) return kExitBadInput;  // CTest's GPU, before any CUDA call
   CLI::App app{"dit-sample: class-conditional DiT images from a checkpoint or seeded random weights"};
   Options options;
   add_options(app, options);

@@ -38,6 +38,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/ctest_gpu.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "model/config.h"
@@ -350,6 +351,7 @@ int command_calibrate(const SetOptions& o, const CalibrateOptions& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (!dit::take_ctest_gpu("dit-quality-render")) return 2;  // CTest's GPU, before any CUDA call
   CLI::App app{"dit-quality-render: renders a gate set's corpus through the engine, and calibrates"};
   app.require_subcommand(1);
   SetOptions o;

@@ -1,6 +1,7 @@
 // GoogleTest main for tests that need a GPU. Without a usable GPU it exits with 77 (CTest's
 // SKIP_RETURN_CODE for `gpu` tests, so the skip is counted as a skip, not a pass), or fails
-// when DIT_REQUIRE_GPU=1, as the GPU presets set. Listing tests works without a GPU.
+// when DIT_REQUIRE_GPU=1, as the GPU presets set. Listing tests works without a GPU. Under CTest's
+// resource allocation it sees only the GPU CTest gave it (core/ctest_gpu.h).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/ctest_gpu.h"
+
 int main(int argc, char** argv) {
+  if (!dit::take_ctest_gpu(argv[0])) return 2;  // CTest's GPU, before the CUDA runtime starts
   testing::InitGoogleTest(&argc, argv);
   if (testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
 
