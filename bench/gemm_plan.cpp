@@ -17,11 +17,13 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "bench/engine/engine_setup.h"
+#include "bench/support/bench_support.h"
 #include "bench/support/gpu_support.h"
 #include "bench/support/tool_arguments.h"
 #include "model/cuda/cublaslt_gemm.h"
@@ -78,11 +80,13 @@ std::string file_name_for(const dit::GemmPlanDevice& device) {
 int main(int argc, char** argv) {
   CLI::App app{"Measures a GEMM plan (which cuBLASLt candidate each linear layer takes) for this GPU"};
   dit::bench::EngineChoice choice;
-  std::string precision = "fp16", cases_text = "256:2,256:64,512:2", out;
+  std::string precision = "fp16", cases_text = "256:2,256:64,512:2", out, weights_sha256;
   int image_steps = 250, candidates = 16;
   double margin = 0.03;
   app.add_option("--model", choice.model, "DiT configuration");
   app.add_option("--weights", choice.weights_path, "safetensors checkpoint (default: seeded random weights)");
+  app.add_option("--weights-sha256", weights_sha256,
+                 "the SHA-256 --weights must have (64 hexadecimal digits): another file is refused before loading");
   app.add_option("--precision", precision, "fp32, tf32, fp16 or bf16");
   app.add_option("--cases", cases_text, "forward passes IMAGE:BATCH, comma-separated");
   app.add_option("--image-steps", image_steps, "steps of one guided DDPM image at 256 (0: none)")
@@ -97,7 +101,13 @@ int main(int argc, char** argv) {
   try {
     choice.precision = dit::parse_precision(precision);
     cases = parse_cases(cases_text);
+    if (!weights_sha256.empty() && choice.weights_path.empty())
+      throw dit::Error(dit::ErrorKind::invalid_argument, "--weights-sha256 needs --weights (a checkpoint to check)");
+    if (!choice.weights_path.empty()) dit::bench::checked_weights_sha256(choice.weights_path, weights_sha256);
   } catch (const dit::Error& error) {
+    std::fprintf(stderr, "gemm_plan: %s\n", error.what());
+    return 2;
+  } catch (const std::invalid_argument& error) {  // checked_weights_sha256: a missing or other file
     std::fprintf(stderr, "gemm_plan: %s\n", error.what());
     return 2;
   }
