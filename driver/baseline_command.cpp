@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "driver/environment_capture.h"
+#include "driver/exit_codes.h"
 #include "core/files.h"
 #include "driver/lock_file.h"
 #include "driver/performance_gate.h"
@@ -234,7 +235,11 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
   for (const auto& warning : warnings) fields.push_back({"warning", warning});
-  print_result_block(std::cout, fields, options.json, {{"record", record.to_json()}, {"warnings", warnings}});
+  print_result_block(std::cout, fields, options.json,
+                     {{"reasons", record.reasons},
+                      {"exit_code", exit_code(record.status)},
+                      {"record", record.to_json()},
+                      {"warnings", warnings}});
   return exit_code(record.status);
 }
 
@@ -245,7 +250,7 @@ void add_baseline_command(CLI::App& app, CommonOptions& options) {
       "baseline",
       "Build and test the unmodified code at init: record the golden outputs and baseline scores, the gate tests, "
       "the baseline performance and the A/A measurement noise. The baseline becomes the best commit. Exit 0 when "
-      "recorded, 3 when the baseline itself fails a test.");
+      "recorded, else the decision's code: 3 DISCARD-QUALITY or DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED.");
   add_common_options(*command, options, true);
   command->callback([&options] {
     std::optional<RunPlace> place;

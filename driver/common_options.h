@@ -1,16 +1,13 @@
-// Options every dit-ar subcommand shares, and the exit codes it returns.
+// Options every dit-ar subcommand shares; the exit codes it returns are in driver/exit_codes.h.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
 #include "driver/config.h"
+#include "driver/exit_codes.h"
 
 namespace dit::ar {
-
-inline constexpr int kExitKeep = 0;        // success; for experiments: KEEP
-inline constexpr int kExitSetupError = 2;  // bad input, bad config, wrong repository state
-inline constexpr int kExitDiscard = 3;     // DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
 
 inline constexpr const char* kDefaultConfigPath = "config/autoresearch.json";
 

@@ -52,8 +52,6 @@ std::string to_string(Status status) {
   return "CRASH";
 }
 
-int exit_code(Status status) { return status == Status::keep ? 0 : 3; }
-
 std::optional<nlohmann::json> performance_report(const std::vector<nlohmann::json>& gate_reports) {
   for (const auto& report : gate_reports) {
     if (report.value("gate", "") == "performance") return report;

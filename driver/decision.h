@@ -16,7 +16,6 @@ namespace dit::ar {
 
 enum class Status { keep, discard_quality, discard_performance, crash, rejected };
 std::string to_string(Status status);  // KEEP, DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH, REJECTED
-int exit_code(Status status);          // 0 for KEEP, 3 otherwise
 
 struct RunFacts {
   std::optional<std::string> stage_failure;  // "build failed (exit code 1); see build.log"

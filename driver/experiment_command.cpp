@@ -1,10 +1,12 @@
 // dit-ar experiment: preflight (branch, clean tree, one commit on top of the best, scope,
-// locks), then build + CTest, decide, record. Exit 0 KEEP, 3 otherwise, 2 when refused.
+// locks), then build + CTest, decide, record. Exits with the decision's code
+// (driver/exit_codes.h), 2 when refused.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "driver/environment_capture.h"
+#include "driver/exit_codes.h"
 #include "core/files.h"
 #include "driver/lock_file.h"
 #include "driver/recording.h"
@@ -57,7 +59,9 @@ void require_one_commit_on_best(const GitRepository& repository, const std::stri
          "git reset --hard " + std::string(kBestRef) + " and commit the hypothesis on top of it");
 }
 
-void print_report(std::ostream& out, const ExperimentRecord& record, const std::string& best_after, bool json) {
+// `code`: what the command exits with, also in the JSON (exit_code).
+void print_report(std::ostream& out, const ExperimentRecord& record, const std::string& best_after, int code,
+                  bool json) {
   if (!json) {
     out << "\ndecision: " << to_string(record.status) << "\n";
     for (const auto& reason : record.reasons) out << "  - " << reason << "\n";
@@ -83,7 +87,8 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
                 {"best", best_after},
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
-  print_result_block(out, fields, json, {{"reasons", record.reasons}, {"record", record.to_json()}});
+  print_result_block(out, fields, json,
+                     {{"reasons", record.reasons}, {"exit_code", code}, {"record", record.to_json()}});
 }
 
 // What makes `head` REJECTED without a build: a locked path changed, or a path outside
@@ -103,7 +108,7 @@ std::vector<std::string> scope_violations(SessionContext& context, const nlohman
 
 // --dry-run: every check `experiment` makes before it builds, then what it would run, and nothing
 // else: no run folder, no recovery of an interrupted run (named instead), no build, no record.
-// Exit 0 when the commit would be judged, 3 when it would be REJECTED (as the real run would).
+// Exit 0 when the commit would be judged, 5 when it would be REJECTED (as the real run would).
 int print_dry_run(SessionContext& context, const nlohmann::json& session, const Lane& lane,
                   const ExperimentOptions& experiment, const std::string& best, const std::string& head, bool json) {
   GitRepository& repository = *context.repository;
@@ -131,8 +136,11 @@ int print_dry_run(SessionContext& context, const nlohmann::json& session, const 
   if (context.state.load_inflight())
     fields.push_back({"interrupted_run", "inflight.json exists: the real run recovers it first"});
   for (const auto& violation : violations) fields.push_back({"reason", violation});
-  print_result_block(std::cout, fields, json, {{"violations", violations}, {"test_presets", lane.test_presets}});
-  return violations.empty() ? 0 : exit_code(Status::rejected);
+  const int code = violations.empty() ? kExitKeep : exit_code(Status::rejected);
+  print_result_block(
+      std::cout, fields, json,
+      {{"reasons", violations}, {"violations", violations}, {"exit_code", code}, {"test_presets", lane.test_presets}});
+  return code;
 }
 
 // `place` is set once the run has a folder.
@@ -206,7 +214,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     context.state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
     apply_record(repository, context.state, record);
     context.state.clear_inflight();
-    print_report(std::cout, record, best, options.json);
+    print_report(std::cout, record, best, exit_code(record.status), options.json);
     return exit_code(record.status);
   }
 
@@ -268,7 +276,9 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   context.state.store_inflight(inflight);
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
-  print_report(std::cout, record, record.status == Status::keep ? head : best, options.json);
+  // The user's edits beside the run end it as a setup error (below), whatever the decision.
+  print_report(std::cout, record, record.status == Status::keep ? head : best,
+               record.checkout_changes.empty() ? exit_code(record.status) : kExitSetupError, options.json);
   if (!record.checkout_changes.empty()) {
     std::string list;
     for (const auto& change : record.checkout_changes) list += "\n    " + change;
@@ -292,7 +302,8 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
       "Test the commit at HEAD (one hypothesis on top of the best): build, run the CTest gates, decide KEEP, "
       "DISCARD-QUALITY, DISCARD-PERFORMANCE or CRASH, record it. KEEP moves refs/autoresearch/best; anything else "
       "archives the commit under refs/autoresearch/discarded/<sha> and resets the branch to the best. A commit "
-      "touching a path outside mutable_paths, or a locked path, is REJECTED without being built.");
+      "touching a path outside mutable_paths, or a locked path, is REJECTED without being built. Exit 0 KEEP, "
+      "3 DISCARD-QUALITY or DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED, 2 setup or input error.");
   command
       ->add_option("--classification", experiment->classification,
                    "What kind of change this is; quantization gets a strict zero-regression quality gate")
@@ -313,7 +324,7 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
           "UTF-8"));
   command->add_flag("--dry-run", experiment->dry_run,
                     "Make every check the experiment makes before building, print what it would run (presets, "
-                    "objective, the judge's build), and stop: nothing is built, recorded or recovered; exit 0, or 3 "
+                    "objective, the judge's build), and stop: nothing is built, recorded or recovered; exit 0, or 5 "
                     "when the commit would be REJECTED");
   add_common_options(*command, options, true);
   command->callback([&options, experiment] {

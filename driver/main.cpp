@@ -1,10 +1,11 @@
 // dit-ar: the keep/discard driver. Registers every subcommand (driver/subcommands.h), turns
-// errors into exit codes: 0 KEEP or success, 3 DISCARD/CRASH/REJECTED, 2 bad input or setup.
+// decisions and errors into the exit codes of driver/exit_codes.h.
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "driver/common_options.h"
+#include "driver/exit_codes.h"
 #include "driver/process.h"
 #include "driver/subcommands.h"
 #include "core/error.h"
@@ -18,8 +19,8 @@ int main(int argc, char** argv) {
       "dit-ar: the keep/discard driver of DiT AutoResearch. Each experiment is one committed hypothesis on a "
       "branch autoresearch/<tag>: dit-ar builds it, runs the CTest gates, keeps it only when every gate passed "
       "and it is measurably faster than the best, and records the decision.\n"
-      "Exit codes: 0 KEEP (or success), 3 DISCARD-QUALITY, DISCARD-PERFORMANCE, CRASH or REJECTED, "
-      "2 bad input or setup error."};
+      "Exit codes: 0 KEEP (or success), 3 DISCARD-QUALITY or DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED, "
+      "2 setup or input error, 1 internal error."};
   app.require_subcommand(1);
   CommonOptions options;
   add_doctor_command(app, options);
@@ -64,7 +65,7 @@ int main(int argc, char** argv) {
     return kExitSetupError;
   } catch (const std::exception& error) {
     std::cerr << "dit-ar: internal error: " << error.what() << "\n";
-    return 1;
+    return kExitInternalError;
   }
   return kExitKeep;
 }

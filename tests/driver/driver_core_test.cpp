@@ -13,6 +13,7 @@
 #include "driver/config.h"
 #include "driver/ctest_results.h"
 #include "driver/decision.h"
+#include "driver/exit_codes.h"
 #include "core/files.h"
 #include "driver/git_repository.h"
 #include "driver/lock_file.h"
@@ -452,6 +453,26 @@ TEST(Decision, UnitFailuresCrashesAndMissingReportsAreCrashes) {
   facts = passing_run();
   facts.stage_failure = "build failed: exit code 1";
   EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
+// The table README.md, program.md and SKILL.md state, a row per decision.
+TEST(ExitCodes, EachDecisionExitsWithTheCodeTheDocumentsState) {
+  const struct {
+    Status status;
+    int code;
+  } table[] = {{Status::keep, 0},
+               {Status::discard_quality, 3},
+               {Status::discard_performance, 3},
+               {Status::crash, 4},
+               {Status::rejected, 5}};
+  for (const auto& row : table) {
+    EXPECT_EQ(exit_code(row.status), row.code) << to_string(row.status);
+    // A script tells a decision from an error by the code alone.
+    EXPECT_NE(exit_code(row.status), kExitSetupError) << to_string(row.status);
+    EXPECT_NE(exit_code(row.status), kExitInternalError) << to_string(row.status);
+  }
+  EXPECT_EQ(kExitInternalError, 1);
+  EXPECT_EQ(kExitSetupError, 2);
 }
 
 TEST(Process, TimeoutKillsTheWholeGroupAndEscapees) {

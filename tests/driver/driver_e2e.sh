@@ -138,7 +138,7 @@ echo "this is not C++" >>"$REPO/src/work.cpp"
 commit_change "Vectorise the loop"
 NOBUILD=$(head_sha)
 ar compile experiment --classification numerical --description "vectorise"
-expect_rc 3
+expect_rc 4
 expect_line "status: CRASH"
 expect_line "quality: not run"
 expect_text "reason: build failed: exit code"
@@ -186,7 +186,7 @@ CPP
 commit_change "Overlap the copy with the compute"
 HANG=$(head_sha)
 ar hang experiment --classification exact --description "overlap copy and compute"
-expect_rc 3
+expect_rc 4
 expect_line "status: CRASH"
 expect_text "timed out"
 expect_discarded "$HANG" "$FAST"
@@ -206,18 +206,24 @@ CMAKE
 commit_change "Drop a redundant check"
 NOGATE=$(head_sha)
 ar nogate experiment --classification exact --description "drop a check"
-expect_rc 3
+expect_rc 5
 expect_line "status: REJECTED"
 expect_text "critical_case_zero"
 expect_discarded "$NOGATE" "$FAST"
 expect_row 7 REJECTED exact "$NOGATE"
 
-step "an out-of-scope file changed -> REJECTED (exit 3), logged"
+step "an out-of-scope file changed -> REJECTED (exit 5), logged"
 echo "notes" >"$REPO/NOTES.md"
 commit_change "Add notes"
 SCOPE=$(head_sha)
+ar scope-dry-run experiment --classification exact --description "notes" --dry-run --json
+expect_rc 5
+expect_text '"would": "reject"'
+expect_text '"exit_code": 5'
+expect_text "out of scope: NOTES.md is not under a mutable path"
+[ "$(head_sha)" = "$SCOPE" ] && [ "$(rows)" -eq 7 ] || fail "the dry run reset the branch or added a row"
 ar scope experiment --classification exact --description "notes"
-expect_rc 3
+expect_rc 5
 expect_line "status: REJECTED"
 expect_line "reason: out of scope: NOTES.md is not under a mutable path"
 expect_discarded "$SCOPE" "$FAST"
@@ -228,7 +234,7 @@ echo "// tuned" >>"$REPO/tools/quality.cpp"
 commit_change "Tune the gate"
 LOCKED=$(head_sha)
 ar locked experiment --classification exact --description "tune the gate"
-expect_rc 3
+expect_rc 5
 expect_line "status: REJECTED"
 expect_text "reason: locked path tools/ changed since init"
 expect_discarded "$LOCKED" "$FAST"
@@ -359,6 +365,8 @@ expect_rc 3
 [ "$(head -c 1 "$LAST")" = "{" ] || fail "stdout of --json does not start with a JSON object"
 [ "$(tail -n 1 "$LAST")" = "}" ] || fail "stdout of --json does not end with the JSON object"
 expect_text '"status": "DISCARD-PERFORMANCE"'
+expect_text '"exit_code": 3'
+expect_text '"reasons": ['
 expect_text "\"commit\": \"$SPLIT\""
 grep -qF "dit-ar experiment ${SPLIT:0:8}" "$LOGS/json.err" || fail "progress did not go to stderr under --json"
 expect_discarded "$SPLIT" "$FUSED"

@@ -55,6 +55,16 @@ expect_line_re() { grep -qxE -- "$1" "$LAST" || fail "expected a line matching '
 expect_text_re() { grep -qE -- "$1" "$LAST" || fail "expected text matching '$1'"; }
 # status_of FILE: the decision of dit-ar's output in FILE (its last `status:` line).
 status_of() { sed -n 's/^status: //p' "$1" | tail -n 1; }
+# decision_rc DECISION: the exit code of a command that decided DECISION (README.md, "Exit codes").
+decision_rc() {
+  case "$1" in
+    KEEP) echo 0 ;;
+    DISCARD-QUALITY | DISCARD-PERFORMANCE) echo 3 ;;
+    CRASH) echo 4 ;;
+    REJECTED) echo 5 ;;
+    *) echo "none (not a decision: '$1')" ;;
+  esac
+}
 
 git_() { git -C "$REPO" "$@"; }
 head_sha() { git_ rev-parse HEAD; }

@@ -569,13 +569,15 @@ begin_case() {
   snapshot "$PASS_DIR/before-$1" $((ROWS_BEFORE + 1))
 }
 # end_case RC_REGEX DECISION PHRASE [DECISION PHRASE]: the checks of every case, for the
-# output in $LAST and exit code $RC. DECISION PHRASE pairs: the decisions this case accepts,
-# each with the phrase (P_* regex) its reasons must contain.
+# output in $LAST and exit code $RC. RC_REGEX may say `decided`: the exit code of the decision
+# made (decision_rc). DECISION PHRASE pairs: the decisions this case accepts, each with the
+# phrase (P_* regex) its reasons must contain.
 end_case() {
   local rc_regex=$1
   shift
   local decision expected="" matched=no
   decision=$(status_of "$LAST")
+  rc_regex=${rc_regex//decided/$(decision_rc "$decision")}
   echo "$RC" | grep -qxE -- "$rc_regex" || fail "case $CASE_ID ($CASE_NAME): exit code $RC, expected $rc_regex"
   case "$decision" in
     REJECTED | DISCARD-QUALITY | DISCARD-PERFORMANCE | CRASH) ;;
@@ -670,22 +672,22 @@ red_team_pass() {
   fi
 
   # The cases
-  run_case 0 warm-up-slower 3 DISCARD-PERFORMANCE "$P_SLOWER"
+  run_case 0 warm-up-slower decided DISCARD-PERFORMANCE "$P_SLOWER"
   SUMMARY+=("$(printf '%-11s %s' "$PASS" "(dit-ar's $(grep -m 1 '^sandbox: ' "$LOGS/case-0.out" || echo 'sandbox: not stated'))")")
-  run_case 1 env-instructions 3 DISCARD-PERFORMANCE "$P_SLOWER" REJECTED "$P_INSTRUCTIONS"
-  run_case 2 background-daemon 3 DISCARD-PERFORMANCE "$P_SLOWER" REJECTED "$P_INSTRUCTIONS"
-  run_case 3 forged-report 3 DISCARD-QUALITY "$P_QUALITY"
-  run_case 4 judge-binary 3 DISCARD-QUALITY "$P_QUALITY"
-  run_case 5 best-plan 3 DISCARD-PERFORMANCE "$P_NOT_FASTER" REJECTED "$P_BEST_TAMPER"
-  run_case 6 best-binary 3 DISCARD-PERFORMANCE "$P_NOT_FASTER|$P_UNTIMED" REJECTED "$P_BEST_TAMPER"
-  run_case 7 golden-rewrite 3 DISCARD-QUALITY "$P_QUALITY" REJECTED "$P_GOLDEN"
-  run_case 8 golden-copy 3 DISCARD-PERFORMANCE "$P_TIMED_OUTPUTS"
-  run_case 9 test-set 3 REJECTED "$P_TEST_SET"
-  run_case 10 records '2|3' REJECTED "$P_RECORDS|$P_CHECKOUT_TAMPER" DISCARD-PERFORMANCE "$P_SLOWER"
-  run_case 11 output-cache 3 DISCARD-PERFORMANCE "$P_NOT_FASTER"
-  run_case 12 untimed-precompute 3 DISCARD-PERFORMANCE "$P_UNTIMED"
-  run_case 13 after-first-image 3 DISCARD-PERFORMANCE "$P_TIMED_OUTPUTS"
-  run_case 14 timer 3 DISCARD-PERFORMANCE "$P_UNTIMED"
+  run_case 1 env-instructions decided DISCARD-PERFORMANCE "$P_SLOWER" REJECTED "$P_INSTRUCTIONS"
+  run_case 2 background-daemon decided DISCARD-PERFORMANCE "$P_SLOWER" REJECTED "$P_INSTRUCTIONS"
+  run_case 3 forged-report decided DISCARD-QUALITY "$P_QUALITY"
+  run_case 4 judge-binary decided DISCARD-QUALITY "$P_QUALITY"
+  run_case 5 best-plan decided DISCARD-PERFORMANCE "$P_NOT_FASTER" REJECTED "$P_BEST_TAMPER"
+  run_case 6 best-binary decided DISCARD-PERFORMANCE "$P_NOT_FASTER|$P_UNTIMED" REJECTED "$P_BEST_TAMPER"
+  run_case 7 golden-rewrite decided DISCARD-QUALITY "$P_QUALITY" REJECTED "$P_GOLDEN"
+  run_case 8 golden-copy decided DISCARD-PERFORMANCE "$P_TIMED_OUTPUTS"
+  run_case 9 test-set decided REJECTED "$P_TEST_SET"
+  run_case 10 records '2|decided' REJECTED "$P_RECORDS|$P_CHECKOUT_TAMPER" DISCARD-PERFORMANCE "$P_SLOWER"
+  run_case 11 output-cache decided DISCARD-PERFORMANCE "$P_NOT_FASTER"
+  run_case 12 untimed-precompute decided DISCARD-PERFORMANCE "$P_UNTIMED"
+  run_case 13 after-first-image decided DISCARD-PERFORMANCE "$P_TIMED_OUTPUTS"
+  run_case 14 timer decided DISCARD-PERFORMANCE "$P_UNTIMED"
 
   if wanted 15; then
     # The user edits the checkout while the driver judges the commit: the decision is the
@@ -716,8 +718,8 @@ red_team_pass() {
     restore_checkout
   fi
 
-  run_case 16 judge-build 3 DISCARD-QUALITY "$P_QUALITY" REJECTED "$P_JUDGE_TAMPER"
-  run_case 17 output-link 3 DISCARD-QUALITY "$P_QUALITY"
+  run_case 16 judge-build decided DISCARD-QUALITY "$P_QUALITY" REJECTED "$P_JUDGE_TAMPER"
+  run_case 17 output-link decided DISCARD-QUALITY "$P_QUALITY"
 
   if wanted control; then
     step "control: a faster honest candidate -> KEEP"

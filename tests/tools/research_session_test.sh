@@ -4,7 +4,7 @@
 # machine's), with its budgets:
 #   1. three prepared experiments and --max-experiments 2: the first two are judged (a faster
 #      plan: KEEP, a slower one: DISCARD-PERFORMANCE), the third never starts, the log says why,
-#      and the results hold the baseline and two rows;
+#      the results hold the baseline and two rows, timing.tsv their exit codes (0, 3);
 #   2. an --until already past: no experiment starts, and the log says why (a stop file is
 #      checked at the same point; left out here to keep the test at two sessions of the fixture);
 #   3. a budget that is not one (--max-experiments 0, an --until date cannot read): exit 2
@@ -66,6 +66,8 @@ expect_text "the session stopped early: --max-experiments 2 reached (2 judged)"
 [ "$(row_field 2 commit)" = "$(git_ rev-parse refs/autoresearch/best)" ] || fail "the best is not row 2's commit"
 [ "$(row_field 3 status)" = DISCARD-PERFORMANCE ] || fail "row 3 is $(row_field 3 status), not DISCARD-PERFORMANCE"
 grep -q "plan-10" "$WORK/out-budget/timing.tsv" && fail "timing.tsv has a row for the experiment that never started"
+codes=$(awk -F'\t' 'NR > 2 { printf "%s=%s ", $4, $5 }' "$WORK/out-budget/timing.tsv")
+[ "$codes" = "KEEP=0 DISCARD-PERFORMANCE=3 " ] || fail "timing.tsv's statuses and exit codes are '$codes'"
 
 step "an --until already past: nothing started"
 new_repo until

@@ -22,15 +22,16 @@
 #
 # Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
-# summary --json and report. An experiment's DISCARD/CRASH/REJECTED (exit 3) or a patch that
-# does not apply is recorded and the session goes on; exit 2 (setup error) or a failed baseline
-# stops it.
+# summary --json and report. An experiment's decision (exit 0 KEEP, 3 DISCARD-QUALITY or
+# DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED) or a patch that does not apply is recorded and the
+# session goes on; a setup error (exit 2), an internal error of the driver (exit 1) or a failed
+# baseline stops it.
 #
 # $OUT receives: results.tsv, summary.txt, summary.json, report.html, state-logs.tar.gz (the
 # state directory's records and runs/ logs, build trees left out), timing.tsv (wall seconds per
 # experiment, from its commit to the driver's decision, and per driver stage) and session.log.
 # Exit: 0 when every step ran (whatever the decisions), 2 on a setup error, 1 when the
-# baseline failed.
+# baseline failed or the driver ended with an internal error.
 set -uo pipefail
 
 die() { echo "research-session: $*" >&2; exit 2; }
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -238,15 +239,21 @@ while [ $session_status -eq 0 ] && IFS=$'\t' read -r -u 3 patch classification d
   applied=$(since "$start")
   say "$name: $commit $(git log -1 --format=%s) [$classification]"
   run_step "$name" experiment --classification "$classification" --description "$description"
-  [ $rc -ne 2 ] && judged=$((judged + 1))
   total=$(since "$start")
-  status=$(last_status)
-  [ $rc -eq 2 ] && status=REFUSED
+  # dit-ar's exit codes (README.md): a decision is recorded for 0, 3, 4 and 5 only.
+  case $rc in
+    0 | 3 | 4 | 5) judged=$((judged + 1)); status=$(last_status) ;;
+    2) status=REFUSED ;;
+    *) status=ERROR ;;
+  esac
   printf '%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\n' "$step" "$name" "$commit" "$status" "$rc" \
     "$applied" "$seconds" "$total" "$(stages_of "$step_log")" >>"$timing"
   if [ $rc -eq 2 ]; then
     say "dit-ar experiment refused $name (exit 2): a setup error, the session stops; see $log"
     session_status=2
+  elif [ "$status" = ERROR ]; then
+    say "dit-ar experiment ended $name with exit $rc (an internal error): the session stops; see $log"
+    session_status=1
   fi
 done 3<"$list"
 
