@@ -11,6 +11,11 @@
 //   BM_ColdStart/jit_cache:warm  CUDA_CACHE_PATH is a directory a previous run filled (the
 //                                first cold run's, else an untimed run's).
 // On a GPU that runs the build's native code (an sm_86 build on an A5500) both are the same.
+// Each run also reports where the time to the model being ready went: dit-sample --phase-times
+// from the spawn (DIT_SPAWN_MONOTONIC_NS) to the first sampling step, as counters `ready_ms`
+// and `<phase>_ms` (process start, arguments, backend check, hash, DiT weights read or made, the
+// DiT model built: upload, conversion and plans, the VAE's weights and decoder, setup, and the
+// first step, which holds the first graph capture).
 #include <benchmark/benchmark.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -29,6 +34,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "bench/support/bench_support.h"
 
@@ -73,10 +80,18 @@ const fs::path& scratch_root() {
   return directory.path();
 }
 
-// Runs dit-sample with CUDA_CACHE_PATH=cache; returns wall seconds. Throws with the log's tail.
-double spawn_sample(const fs::path& cache, uint64_t seed) {
+struct SampleRun {
+  double seconds = 0;     // spawn to exit, wall clock
+  nlohmann::json phases;  // dit-sample --phase-times
+};
+
+// Runs dit-sample with CUDA_CACHE_PATH=cache; returns wall seconds and its phases. Throws with
+// the log's tail.
+SampleRun spawn_sample(const fs::path& cache, uint64_t seed) {
   const fs::path out = scratch_root() / "out";
   const fs::path log = scratch_root() / "dit-sample.log";
+  const fs::path phases = scratch_root() / "phases.json";
+  fs::remove(phases);
   std::vector<std::string> arguments = {sample_option.value(),
                                         "--backend",
                                         "cuda",
@@ -97,7 +112,9 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
                                         "--vae",
                                         vae_option.value(),
                                         "--out",
-                                        out.string()};
+                                        out.string(),
+                                        "--phase-times",
+                                        phases.string()};
   if (weights_option.given()) {
     arguments.insert(arguments.end(), {"--weights", weights_option.value()});
   } else {
@@ -108,6 +125,7 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
     if (std::string(*entry).rfind("CUDA_CACHE_PATH=", 0) != 0) environment.emplace_back(*entry);
   }
   environment.push_back("CUDA_CACHE_PATH=" + cache.string());
+  environment.emplace_back();  // DIT_SPAWN_MONOTONIC_NS, set just before the spawn
 
   std::vector<char*> argv, envp;
   for (std::string& a : arguments) argv.push_back(a.data());
@@ -121,6 +139,10 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   pid_t child = 0;
   const auto start = std::chrono::steady_clock::now();
+  environment.back() =
+      "DIT_SPAWN_MONOTONIC_NS=" +
+      std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
+  envp[envp.size() - 2] = environment.back().data();
   const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(spawned));
@@ -142,7 +164,16 @@ double spawn_sample(const fs::path& cache, uint64_t seed) {
     throw std::runtime_error(arguments[0] + " failed (" + how +
                              "): " + all.substr(all.size() > 600 ? all.size() - 600 : 0));
   }
-  return seconds;
+  std::ifstream phases_file(phases);
+  if (!phases_file) throw std::runtime_error(arguments[0] + " wrote no " + phases.string());
+  return {seconds, nlohmann::json::parse(phases_file)};
+}
+
+// The phases of one run as counters: ready_ms and <phase>_ms.
+void phase_counters(benchmark::State& state, const nlohmann::json& phases) {
+  state.counters["ready_ms"] = phases.at("ready_ms").get<double>();
+  for (const auto& phase : phases.at("phases"))
+    state.counters[phase.at("phase").get<std::string>() + "_ms"] = phase.at("ms").get<double>();
 }
 
 void BM_ColdStart(benchmark::State& state, bool warm_cache) {
@@ -161,7 +192,9 @@ void BM_ColdStart(benchmark::State& state, bool warm_cache) {
         cache = scratch_root() / ("jit-cache-cold-" + std::to_string(cold_runs++));
         fs::create_directories(cache);
       }
-      state.SetIterationTime(spawn_sample(cache, seed++));
+      const SampleRun run = spawn_sample(cache, seed++);
+      state.SetIterationTime(run.seconds);
+      phase_counters(state, run.phases);
       if (warm_cache) continue;
       if (!warm_cache_filled) {
         fs::rename(cache, warm_cache_dir);

@@ -16,16 +16,20 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/dit_model.h"
 #include "core/ctest_gpu.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "model/pipeline.h"
 #include "core/safetensors.h"
 #include "core/sha256.h"
@@ -57,6 +61,7 @@ struct Options {
   std::string vae_weights_sha256;
   std::string forward_inputs;  // safetensors with x, t, y: one forward pass instead of sampling
   std::string forward_output;
+  std::string phase_times;    // where the phases of the start go (JSON); empty: not written
   dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
@@ -122,6 +127,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--forward-inputs", o.forward_inputs,
                  "one forward pass instead of sampling: a safetensors file with x [B, C, S, S] (float), t and y [B]");
   app.add_option("--forward-output", o.forward_output, "with --forward-inputs: the safetensors file of its output");
+  app.add_option("--phase-times", o.phase_times,
+                 "write where the time to the first sampling step went, per phase, as JSON to this file");
   app.add_option("--vae", o.vae,
                  "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
                  "or none (latents only) (default: sd for images of 256 and more, else tiny)")
@@ -205,6 +212,64 @@ class ProgressLine {
   using Clock = std::chrono::steady_clock;
   bool terminal_;
   Clock::time_point start_, last_print_;
+};
+
+// Where the time from process start to the first sampling step goes (--phase-times). The zero is
+// the spawn when the parent gives it (DIT_SPAWN_MONOTONIC_NS: CLOCK_MONOTONIC in nanoseconds, as
+// bench_cold_start passes it; steady_clock is that clock), else main's entry; each mark gives
+// the time since the previous one to its phase.
+class PhaseTimes {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static Clock::time_point& main_entry() {
+    static Clock::time_point entry;
+    return entry;
+  }
+  PhaseTimes() : zero_(main_entry()), last_(main_entry()) {
+    const char* spawn = std::getenv("DIT_SPAWN_MONOTONIC_NS");
+    int64_t ns = 0;
+    if (spawn != nullptr) {
+      const std::string_view text(spawn);
+      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ns);
+      if (error == std::errc() && end == text.data() + text.size() && ns > 0) {
+        const Clock::time_point spawned{std::chrono::nanoseconds(ns)};
+        if (spawned <= zero_) {
+          zero_ = spawned;
+          from_spawn_ = true;
+          phases_.emplace_back("process", milliseconds(spawned, main_entry()));
+        }
+      }
+    }
+  }
+  void mark(const char* phase) {
+    const Clock::time_point now = Clock::now();
+    phases_.emplace_back(phase, milliseconds(last_, now));
+    last_ = now;
+  }
+  // The first sampling step is done: the model is ready.
+  void ready() {
+    if (ready_ms_ >= 0) return;
+    mark("first_step");
+    ready_ms_ = milliseconds(zero_, last_);
+  }
+  void write(const std::string& path) const {
+    if (path.empty()) return;
+    nlohmann::json phases = nlohmann::json::array();  // in the order they ran
+    for (const auto& [name, ms] : phases_) phases.push_back({{"phase", name}, {"ms", ms}});
+    dit::write_json_atomic(path, {{"zero", from_spawn_ ? "spawn" : "main"},
+                                  {"phases", phases},
+                                  {"ready_ms", ready_ms_},
+                                  {"total_ms", milliseconds(zero_, Clock::now())}});
+  }
+
+ private:
+  static double milliseconds(Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  }
+  Clock::time_point zero_, last_;
+  bool from_spawn_ = false;
+  double ready_ms_ = -1;
+  std::vector<std::pair<std::string, double>> phases_;
 };
 
 std::string resolve_vae(const Options& o, const dit::ModelConfig& config) {
@@ -302,19 +367,25 @@ int run(const Options& o) {
 
   const dit::Backend backend = dit::parse_backend(o.backend);
   const dit::Precision precision = dit::parse_precision(o.precision);
+  PhaseTimes phases;
+  phases.mark("arguments");
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);
+  phases.mark("backend_check");
   // Each checkpoint is hashed before it is loaded, so a file that is not the expected one is
   // refused before seconds of loading; the request records the hashes either way.
   WeightsHashes hashes;
   if (!o.weights_path.empty()) hashes.dit = checked_sha256("--weights", o.weights_path, o.weights_sha256);
   if (!o.vae_weights_path.empty())
     hashes.vae = checked_sha256("--vae-weights", o.vae_weights_path, o.vae_weights_sha256);
+  phases.mark("hash");
   std::unique_ptr<dit::DitModel> model;
   {
     const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
                                                      : dit::DitWeights::load(o.weights_path, config);
+    phases.mark("dit_weights");
     model = dit::make_model(backend, config, weights, precision, o.engine);
+    phases.mark("dit_model");
   }
   if (forward_only) return forward_to_file(o, *model, hashes.dit);
   // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run.
@@ -326,7 +397,9 @@ int run(const Options& o) {
     const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
     const dit::VaeWeights weights = o.vae_weights_path.empty() ? dit::VaeWeights::random(vae_config, o.weights_seed)
                                                                : dit::VaeWeights::load(o.vae_weights_path, vae_config);
+    phases.mark("vae_weights");
     vae = dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
+    phases.mark("vae_model");
   }
   std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s, VAE %s\n",
                config.name.c_str(), static_cast<long long>(config.parameter_count()), request.class_labels.size(),
@@ -339,7 +412,9 @@ int run(const Options& o) {
     throw dit::Error(dit::ErrorKind::io, "cannot create --out directory '" + o.out_dir + "': " + error.message());
 
   ProgressLine progress;
+  phases.mark("setup");
   const auto report = [&](int done, int total) {
+    if (done == 1) phases.ready();
     progress(done, total);
     if (done == total && vae) std::fprintf(stderr, "decoding %zu image(s)\n", request.class_labels.size());
   };
@@ -370,12 +445,14 @@ int run(const Options& o) {
     std::fprintf(stderr, "wrote %s (%dx%d)\n", path.c_str(), result.images[i].width, result.images[i].height);
   }
   std::fprintf(stderr, "%zu image(s) in %.1f s\n", request.class_labels.size(), seconds);
+  phases.write(o.phase_times);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  PhaseTimes::main_entry() = PhaseTimes::Clock::now();
   if (!dit::take_ctest_gpu("dit-sample")) return kExitBadInput;  // CTest's GPU, before any CUDA call
   CLI::App app{"dit-sample: class-conditional DiT images from a checkpoint or seeded random weights"};
   Options options;

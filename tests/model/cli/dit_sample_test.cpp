@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -64,6 +66,53 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
       model->sample(SampleRequest{.class_labels = {3, 7}, .seeds = {40, 41}, .steps = 6, .cfg_scale = 3.0f});
   EXPECT_EQ(latents.shape, expected.shape);
   EXPECT_EQ(latents.data, expected.data);
+
+  // Beside them the start latents, one row per image (guidance's copies left out).
+  const Tensor start = file.to_float("initial_latents");
+  const Tensor all_rows =
+      initial_latents(SampleRequest{.class_labels = {3, 7}, .seeds = {40, 41}, .steps = 6, .cfg_scale = 3.0f}, config);
+  ASSERT_EQ(all_rows.dim(0), 4);
+  EXPECT_EQ(start.shape, (std::vector<int64_t>{2, all_rows.dim(1), all_rows.dim(2), all_rows.dim(3)}));
+  EXPECT_TRUE(std::equal(start.data.begin(), start.data.end(), all_rows.data.begin()));
+}
+
+// --phase-times: the phases from the spawn (DIT_SPAWN_MONOTONIC_NS) or main's entry to the first
+// sampling step, in the order they ran, adding up to ready_ms.
+TEST_F(DitSample, PhaseTimesAddUpToTheFirstStep) {
+  const std::filesystem::path phases_path = out_dir / "phases.json";
+  for (const bool from_spawn : {true, false}) {
+    SCOPED_TRACE(from_spawn ? "from the spawn" : "from main");
+    std::filesystem::remove_all(out_dir);
+    std::filesystem::create_directories(out_dir);
+    if (from_spawn) {
+      const auto now = std::chrono::steady_clock::now().time_since_epoch();
+      setenv("DIT_SPAWN_MONOTONIC_NS",
+             std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()).c_str(), 1);
+    }
+    const ProcessResult run = run_dit_sample(
+        "--model DiT-S/8 --random-weights --class 1 --steps 2 --sampler ddim "
+        "--vae none --phase-times " +
+        phases_path.string() + " --out " + out_dir.string());
+    unsetenv("DIT_SPAWN_MONOTONIC_NS");
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
+    EXPECT_EQ(times["zero"], from_spawn ? "spawn" : "main");
+    std::vector<std::string> names;
+    double sum = 0;
+    for (const auto& phase : times["phases"]) {
+      names.push_back(phase["phase"]);
+      EXPECT_GE(phase["ms"].get<double>(), 0.0) << phase.dump();
+      sum += phase["ms"].get<double>();
+    }
+    std::vector<std::string> expected{"arguments", "backend_check", "hash",      "dit_weights",
+                                      "dit_model", "setup",         "first_step"};
+    if (from_spawn) expected.insert(expected.begin(), "process");
+    EXPECT_EQ(names, expected);
+    const double ready = times["ready_ms"].get<double>();
+    EXPECT_NEAR(sum, ready, 1e-6 * ready + 1e-3);
+    EXPECT_GT(ready, 0.0);
+    EXPECT_LE(ready, times["total_ms"].get<double>());
+  }
 }
 
 // diffusers' own layout (transformer/diffusion_pytorch_model.safetensors with its config.json
