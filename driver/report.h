@@ -25,7 +25,8 @@ struct ResultRow {
   std::string commit;
   std::string description;
   std::string run_dir;
-  std::optional<double> candidate;  // the objective measured for this commit, if it was
+  std::optional<double> candidate;    // the objective measured for this commit, if it was
+  std::optional<double> best_before;  // the best's objective, measured in the same gate rounds
   bool is_baseline() const { return classification == "baseline"; }
 };
 
@@ -36,7 +37,8 @@ struct ResultsTable {
 };
 
 // Reads results.tsv strictly: a header holding the columns the report reads, then rows of
-// exactly as many fields, each with a known status and a numeric (or empty) candidate.
+// exactly as many fields, each with a known status and a numeric (or empty) candidate and
+// best_before (a column older files may lack).
 // A missing file is an empty table. Throws dit::Error(invalid_file) naming the file and line.
 ResultsTable read_results_table(const std::filesystem::path& path);
 
@@ -73,6 +75,7 @@ struct ReportInput {
   std::string objective_label;  // "BM_E2E_Image/256 real_time (ms, lower is better)"
   std::string unit;
   bool lower_is_better = true;
+  std::optional<double> noise_percent;  // session.json baseline.noise_percent: the A/A run's noise
   ResultsTable results;
   std::string baseline_run_dir;  // relative to the state directory; empty when none
   std::string best_run_dir;
@@ -87,7 +90,28 @@ struct ReportInput {
 // malformed results.tsv, session.json or best.json; a missing part is left empty.
 ReportInput load_report_input(const Config& config);
 
-// The objective over experiments as an inline <svg>: one marker per row (class "point").
+// What the chart plots: values measured the same way as the best they were compared with. The
+// performance gate measures the candidate and the best interleaved in the same rounds, so a
+// row's candidate is comparable with its best_before, not with a value of another gate run (the
+// baseline's own A/A run is the session's first, often cold, measurement, with another process
+// count).
+struct ComparableSeries {
+  // Per row, the value drawn: the candidate, or for the baseline the baseline as the gate measured
+  // it beside the first experiment compared with it (its own A/A value when none was).
+  std::vector<std::optional<double>> plotted;
+  std::vector<bool> paired;  // the row's value has its best measured in the same rounds
+  // For a baseline row drawn at another run's value, that row (else nothing).
+  std::vector<std::optional<std::size_t>> measured_beside;
+  // The running best as (row, value) vertices of a step line: at each paired row the best as
+  // measured there, then at a KEEP the kept candidate; held to the last row.
+  std::vector<std::pair<std::size_t, double>> running_best;
+  std::optional<std::size_t> baseline_row;  // the last baseline KEEP row
+};
+ComparableSeries comparable_series(const ReportInput& input);
+
+// The objective over experiments as an inline <svg>: one marker per row (class "point", its
+// drawn value in data-value), the running best (class "running-best", its vertices' values in
+// data-values) and, with a noise_percent, the band of that noise around it (class "noise-band").
 std::string render_objective_chart(const ReportInput& input);
 
 // The per-pixel difference of two images of one size: the largest channel difference, mapped

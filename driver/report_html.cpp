@@ -42,6 +42,7 @@ h3 { font-size: 15px; margin: 18px 0 8px; }
 .objective-chart .baseline-line { stroke: #1f4e9d; stroke-width: 1.5; stroke-dasharray: 6 4; }
 .objective-chart .baseline-label { fill: #1f4e9d; }
 .objective-chart .running-best { fill: none; stroke: #1f9d55; stroke-width: 2.5; }
+.objective-chart .noise-band { fill: #1f9d55; fill-opacity: 0.22; stroke: none; }
 .objective-chart .point.keep { fill: #1f9d55; stroke: #0f5e31; stroke-width: 1; }
 .objective-chart .point.discard-performance, .objective-chart .point.discard-quality { fill: #b3b9c4; stroke: #7d8592; stroke-width: 1; }
 .objective-chart .point.crash { stroke: #d62728; stroke-width: 2.5; fill: none; }
@@ -55,6 +56,7 @@ h3 { font-size: 15px; margin: 18px 0 8px; }
 .legend .rejected::before { background: #e07b00; border-radius: 2px; width: 4px; }
 .legend .baseline::before { background: #1f4e9d; }
 .legend .running-best::before { background: #1f9d55; height: 3px; border-radius: 0; width: 22px; vertical-align: 3px; }
+.legend .noise-band::before { background: rgba(31, 157, 85, 0.22); border-radius: 0; width: 22px; }
 .table-wrap { overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12.5px; }
 th, td { border-bottom: 1px solid #e6e9ef; padding: 4px 8px; text-align: left; vertical-align: top; white-space: nowrap; }
@@ -166,14 +168,27 @@ void chart_section(std::ostream& html, const ReportInput& input) {
             "baseline</code>.</p>\n</section>\n";
     return;
   }
-  html << "<p class=\"meta\">Each experiment's candidate as the performance gate measured it (median of its "
-          "repetitions); "
-          "the running best is the latest KEEP's value. Hover a marker for its commit and description.</p>\n";
+  html << "<p class=\"meta\">Each point is the commit's median as the performance gate measured it, interleaved in "
+          "the same rounds as the best it was compared with; the running best is, at each experiment, that best's "
+          "median from the same rounds, and at a KEEP the kept candidate's. A point is compared with the line at its "
+          "own x: both were measured the same way (the same processes, in the same warm state). The baseline is drawn "
+          "as measured beside the first experiment compared with it, not at its own A/A run, the session's first and "
+          "often cold measurement (its title gives both). ";
+  if (input.noise_percent) {
+    html << "The shaded band is the running best &#177;" << number(*input.noise_percent, 4)
+         << "%, the noise the baseline's A/A run measured: a point inside it is within noise of the best. ";
+  } else {
+    html << "No noise band: session.json records no baseline noise_percent. ";
+  }
+  html << "Hover a marker for its commit and description.</p>\n";
   html << "<div class=\"chart\">" << render_objective_chart(input) << "</div>\n";
   html << "<div class=\"legend\"><span class=\"baseline\">baseline</span><span class=\"keep\">KEEP</span>"
           "<span class=\"discard\">DISCARD-PERFORMANCE</span><span class=\"discard-quality\">DISCARD-QUALITY</span>"
           "<span class=\"crash\">CRASH</span><span class=\"rejected\">REJECTED</span>"
-          "<span class=\"running-best\">running best</span></div>\n</section>\n";
+          "<span class=\"running-best\">running best (the best as measured beside each experiment)</span>";
+  if (input.noise_percent)
+    html << "<span class=\"noise-band\">noise &#177;" << number(*input.noise_percent, 4) << "%</span>";
+  html << "</div>\n</section>\n";
 }
 
 void results_section(std::ostream& html, const ReportInput& input) {
@@ -191,6 +206,14 @@ void results_section(std::ostream& html, const ReportInput& input) {
     for (std::size_t column = 0; column < input.results.header.size(); ++column) {
       if (std::find(order.begin(), order.end(), column) == order.end()) order.push_back(column);
     }
+    html << "<p class=\"meta\">candidate and best_before: the commit's and the best's medians, measured interleaved "
+            "in the same rounds; improvement_percent compares the two. p_value (Mann-Whitney U over the samples) is "
+            "reported, not decided on: the gate keeps a commit when the Hodges-Lehmann estimate of the improvement "
+            "(from the logarithms of each process's median) reaches the lane's minimum and the lower end of its rank "
+            "interval exceeds half of it. It looks after every round from the 7th (with the lane's default of at most "
+            "20 rounds), each look's interval at a false-keep rate of 1% shared over all looks (Bonferroni), stops "
+            "early when the upper end falls below the minimum, and discards what is unsettled after the last "
+            "round.</p>\n";
     html << "<div class=\"table-wrap\"><table class=\"results\">\n<thead><tr><th>#</th>";
     for (std::size_t column : order) html << "<th>" << html_escape(input.results.header[column]) << "</th>";
     html << "</tr></thead>\n<tbody>\n";

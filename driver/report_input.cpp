@@ -213,7 +213,10 @@ ReportInput load_report_input(const Config& config) {
     if (row.is_baseline() && row.status == "KEEP") input.baseline_run_dir = row.run_dir;
   }
   if (input.session.contains("baseline") && input.session["baseline"].is_object()) {
-    input.baseline_run_dir = input.session["baseline"].value("run_dir", input.baseline_run_dir);
+    const nlohmann::json& baseline = input.session["baseline"];
+    input.baseline_run_dir = baseline.value("run_dir", input.baseline_run_dir);
+    if (baseline.contains("noise_percent") && baseline["noise_percent"].is_number())
+      input.noise_percent = baseline["noise_percent"].get<double>();
   }
   if (input.best && input.best->is_object()) {
     input.best_run_dir = input.best->value("run_dir", "");

@@ -92,6 +92,10 @@ ResultsTable read_results_table(const fs::path& path) {
     bool valid = false;
     row.candidate = parse_number(fields[column["candidate"]], valid);
     if (!valid) throw malformed(line_number, "candidate '" + fields[column["candidate"]] + "' is not a number");
+    if (column.count("best_before")) {
+      row.best_before = parse_number(fields[column["best_before"]], valid);
+      if (!valid) throw malformed(line_number, "best_before '" + fields[column["best_before"]] + "' is not a number");
+    }
     row.fields = std::move(fields);
     table.rows.push_back(std::move(row));
   }

@@ -1,7 +1,8 @@
 // The objective over experiments as inline SVG: x is the row of results.tsv (0 is the
-// baseline), y the candidate's measured objective. Every row gets one marker of class "point";
-// rows without a measurement (a crash, a rejection, a quality discard before timing) sit in
-// a "not measured" strip under the axis, so none is hidden.
+// baseline), y the value comparable_series() says was measured the same way as the best it was
+// compared with. Every row gets one marker of class "point"; rows without a measurement (a
+// crash, a rejection, a quality discard before timing) sit in a "not measured" strip under the
+// axis, so none is hidden.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -48,16 +49,72 @@ std::string css_class(const std::string& status) {
 
 }  // namespace
 
+ComparableSeries comparable_series(const ReportInput& input) {
+  const auto& rows = input.results.rows;
+  const std::size_t count = rows.size();
+  ComparableSeries series;
+  series.plotted.resize(count);
+  series.paired.resize(count, false);
+  series.measured_beside.resize(count);
+  for (std::size_t index = 0; index < count; ++index) {
+    series.plotted[index] = rows[index].candidate;
+    series.paired[index] = !rows[index].is_baseline() && rows[index].candidate && rows[index].best_before;
+  }
+  // A recorded baseline is the best until the next KEEP: the experiments before it re-measure it
+  // beside themselves, and the first of them gives the value comparable with theirs.
+  for (std::size_t index = 0; index < count; ++index) {
+    if (!rows[index].is_baseline() || rows[index].status != "KEEP") continue;
+    series.baseline_row = index;
+    for (std::size_t later = index + 1; later < count; ++later) {
+      if (series.paired[later]) {
+        series.plotted[index] = rows[later].best_before;
+        series.measured_beside[index] = later;
+        break;
+      }
+      if (rows[later].status == "KEEP") break;  // an unpaired KEEP: the baseline was not measured beside it
+    }
+  }
+  if (!series.baseline_row) {
+    for (std::size_t index = 0; index < count && !series.baseline_row; ++index) {
+      if (rows[index].is_baseline() && series.plotted[index]) series.baseline_row = index;
+    }
+  }
+
+  auto& steps = series.running_best;
+  auto vertex = [&steps](std::size_t index, double value) {
+    if (steps.empty() || steps.back() != std::pair{index, value}) steps.emplace_back(index, value);
+  };
+  std::optional<double> held;
+  for (std::size_t index = 0; index < count; ++index) {
+    if (series.paired[index]) {
+      if (held) vertex(index, *held);
+      held = rows[index].best_before;
+      vertex(index, *held);
+    }
+    if (rows[index].status == "KEEP" && series.plotted[index]) {
+      if (held) vertex(index, *held);
+      held = series.plotted[index];
+      vertex(index, *held);
+    }
+  }
+  if (held && count > 1 && steps.back().first != count - 1) vertex(count - 1, *held);
+  return series;
+}
+
 std::string render_objective_chart(const ReportInput& input) {
   const auto& rows = input.results.rows;
-  std::vector<double> measured;
-  std::optional<double> baseline_value;
-  for (const auto& row : rows) {
-    if (row.candidate) measured.push_back(*row.candidate);
-    if (row.is_baseline() && row.candidate && !baseline_value) baseline_value = row.candidate;
+  const ComparableSeries series = comparable_series(input);
+  const double noise_fraction = input.noise_percent ? std::abs(*input.noise_percent) / 100.0 : 0.0;
+  std::vector<double> drawn;
+  for (const auto& value : series.plotted) {
+    if (value) drawn.push_back(*value);
   }
-  double low = measured.empty() ? 0.0 : *std::min_element(measured.begin(), measured.end());
-  double high = measured.empty() ? 1.0 : *std::max_element(measured.begin(), measured.end());
+  for (const auto& [index, value] : series.running_best) {
+    drawn.push_back(value * (1.0 + noise_fraction));
+    drawn.push_back(value * (1.0 - noise_fraction));
+  }
+  double low = drawn.empty() ? 0.0 : *std::min_element(drawn.begin(), drawn.end());
+  double high = drawn.empty() ? 1.0 : *std::max_element(drawn.begin(), drawn.end());
   if (high - low < 1e-12 * std::max(1.0, std::abs(high))) {
     double pad = std::abs(high) > 0 ? std::abs(high) * 0.1 : 1.0;
     low -= pad;
@@ -108,44 +165,65 @@ std::string render_objective_chart(const ReportInput& input) {
   svg << "<text class=\"strip-label\" x=\"" << coordinate(kLeft - 8) << "\" y=\"" << coordinate(strip_y + 4)
       << "\" text-anchor=\"end\">not measured</text>\n";
 
-  if (baseline_value) {
-    double y = y_of(*baseline_value);
+  // The noise band under everything it surrounds: the running best scaled by 1 +- noise.
+  if (input.noise_percent && !series.running_best.empty()) {
+    std::ostringstream band;
+    for (const auto& [index, value] : series.running_best)
+      band << coordinate(x_of(index)) << "," << coordinate(y_of(value * (1.0 + noise_fraction))) << " ";
+    for (auto vertex = series.running_best.rbegin(); vertex != series.running_best.rend(); ++vertex)
+      band << coordinate(x_of(vertex->first)) << "," << coordinate(y_of(vertex->second * (1.0 - noise_fraction)))
+           << " ";
+    svg << "<polygon class=\"noise-band\" data-noise-percent=\"" << number(*input.noise_percent, 6) << "\" points=\""
+        << band.str() << "\"><title>the running best &#177;" << number(*input.noise_percent, 4)
+        << "%, the noise the baseline's A/A run measured</title></polygon>\n";
+  }
+
+  if (series.baseline_row && series.plotted[*series.baseline_row]) {
+    const double value = *series.plotted[*series.baseline_row];
+    const auto& beside = series.measured_beside[*series.baseline_row];
+    double y = y_of(value);
     svg << "<line class=\"baseline-line\" x1=\"" << coordinate(kLeft) << "\" y1=\"" << coordinate(y) << "\" x2=\""
         << coordinate(kLeft + plot_width) << "\" y2=\"" << coordinate(y) << "\"/>"
         << "<text class=\"baseline-label\" x=\"" << coordinate(kLeft + plot_width - 4) << "\" y=\"" << coordinate(y - 6)
-        << "\" text-anchor=\"end\">baseline " << number(*baseline_value, 6) << "</text>\n";
+        << "\" text-anchor=\"end\">baseline " << number(value, 6)
+        << (beside ? " (as measured beside #" + std::to_string(*beside) + ")" : std::string()) << "</text>\n";
   }
 
-  // The running best: the value of the latest KEEP, held until the next one, to the last row.
-  std::ostringstream steps;
-  auto vertex = [&](std::size_t index, double value) {
-    steps << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " ";
-  };
-  std::optional<double> running;
-  for (std::size_t index = 0; index < count; ++index) {
-    const auto& row = rows[index];
-    if (row.status == "KEEP" && row.candidate) {
-      if (running) vertex(index, *running);
-      running = row.candidate;
-      vertex(index, *running);
+  if (!series.running_best.empty()) {
+    std::ostringstream points, values;
+    for (const auto& [index, value] : series.running_best) {
+      points << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " ";
+      values << (values.tellp() > 0 ? " " : "") << number(value, 10);
     }
+    svg << "<polyline class=\"running-best\" data-values=\"" << values.str() << "\" points=\"" << points.str()
+        << "\"/>\n";
   }
-  if (running && count > 1) vertex(count - 1, *running);
-  if (running) svg << "<polyline class=\"running-best\" points=\"" << steps.str() << "\"/>\n";
 
   // Markers last, on top.
   for (std::size_t index = 0; index < count; ++index) {
     const auto& row = rows[index];
     double x = x_of(index);
-    double y = row.candidate ? y_of(*row.candidate) : strip_y;
+    const std::optional<double>& value = series.plotted[index];
+    double y = value ? y_of(*value) : strip_y;
     std::ostringstream text;
-    text << "#" << index << " " << row.commit.substr(0, 8) << " " << row.status << " "
-         << (row.candidate ? number(*row.candidate, 6) + " " + input.unit : std::string("(not measured)")) << ": "
-         << row.description;
+    text << "#" << index << " " << row.commit.substr(0, 8) << " " << row.status << " ";
+    if (!value) {
+      text << "(not measured)";
+    } else if (const auto& beside = series.measured_beside[index]) {
+      text << number(*value, 6) << " " << input.unit << " as measured beside #" << *beside;
+      if (row.candidate) text << " (its own A/A run: " << number(*row.candidate, 6) << " " << input.unit << ")";
+    } else if (series.paired[index]) {
+      text << number(*value, 6) << " " << input.unit << " (the best: " << number(*row.best_before, 6) << " "
+           << input.unit << " in the same rounds)";
+    } else {
+      text << number(*value, 6) << " " << input.unit << (row.is_baseline() ? "" : " (no best measured beside it)");
+    }
+    text << ": " << row.description;
     const std::string title = text.str();
     const std::string classes = "point " + (row.is_baseline() ? std::string("baseline") : css_class(row.status));
     std::ostringstream attribute_text;
     attribute_text << " data-row=\"" << index << "\" data-status=\"" << html_escape(row.status) << "\"";
+    if (value) attribute_text << " data-value=\"" << number(*value, 10) << "\"";
     const std::string attributes = attribute_text.str();
     if (row.status == "CRASH" || row.status == "REJECTED") {
       const double r = 5.5;

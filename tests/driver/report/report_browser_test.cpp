@@ -1,6 +1,7 @@
 // Renders `dit-ar report` and opens it in headless Chromium: checks the DOM the browser dumps
-// (one chart point per results.tsv row, one table row per results.tsv row, three images per
-// quality case, the benchmark deltas) and that its screenshot is not blank.
+// (one chart point per results.tsv row, the running best at values comparable with the
+// experiments' and its noise band, one table row per results.tsv row, three images per quality
+// case, the benchmark deltas) and that its screenshot is not blank.
 //
 //   report_browser_test --dit-ar PATH --driver-fixture DIR              a fixture state directory
 //   report_browser_test --dit-ar PATH --driver-fixture DIR --e2e-repo DIR
@@ -202,6 +203,14 @@ void check_fixture_content(const fs::path& work) {
         "three discards are grey markers");
   check(count(dom, "&lt;b&gt;&amp; \"friends\"&lt;/b&gt;") >= 1, "a description's markup is shown as text");
   check(count(dom, ">identical<") == 2, "two cases are identical to the baseline");
+  // Issue #29: the baseline's cold A/A value (900 ms) is not what the running best starts at.
+  check(count(dom, "<polygon class=\"noise-band\" data-noise-percent=\"0.4\"") == 1,
+        "the noise band (the baseline's 0.4%) is drawn once");
+  check(count(dom, "<polyline class=\"running-best\" data-values=\"100.4 100.4 100.4 99.6 92 ") == 1,
+        "the running best starts at the baseline as measured beside the first experiment (100.4 ms, not 900)");
+  check(count(dom, "class=\"point baseline\" data-row=\"0\" data-status=\"KEEP\" data-value=\"100.4\"") == 1,
+        "the baseline is drawn at the value comparable with the experiments'");
+  check(count(dom, "<span class=\"noise-band\">") == 1, "the legend names the noise band");
   check(count(dom, "max 40 levels") == 1, "the changed case's heatmap reports 40 levels");
 }
 

@@ -1,7 +1,8 @@
 // A research session's state directory written through the driver's own record types
-// (StateDirectory, ExperimentRecord), so it has dit-ar's layout by construction: a baseline and
-// seven experiments of every status, benchmark JSON in the baseline's and the best's run
-// directories, and golden and best renders of three quality cases.
+// (StateDirectory, ExperimentRecord), so it has dit-ar's layout by construction: a baseline (its
+// A/A value cold, nine times the warm value the experiments measure it at) and seven
+// experiments of every status with the best's median of the same rounds, benchmark JSON in the
+// baseline's and the best's run directories, and golden and best renders of three quality cases.
 #pragma once
 
 #include <filesystem>
@@ -17,6 +18,9 @@ struct FixtureFacts {
   int measured_rows = 0;             // rows with a candidate value
   std::vector<std::string> cases;    // quality cases with a golden and a best image
   int benchmark_rows = 0;            // rows of the bench_kernels.json delta table
+  double noise_percent = 0;          // session.json baseline.noise_percent
+  double baseline_recorded = 0;      // the baseline row's candidate: its A/A run, cold and slow
+  double baseline_comparable = 0;    // the baseline as measured beside the first experiment
 };
 
 // A fresh temporary folder under the system's temporary directory, removed by the caller.
