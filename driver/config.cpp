@@ -18,7 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kMinimumRepetitions = 9;  // fewer cannot reach p < 0.05 reliably with ties
+// The baseline's A/A noise run: with fewer interleaved runs per side, the half interquartile
+// range it measures the noise by rests on two or three samples.
+constexpr int kMinimumRepetitions = 9;
 // The performance gate's ceiling: never fewer chances than the nine fixed rounds it used to run;
 // a lane that needs more than a hundred is too noisy for the gate to be worth its time.
 constexpr int kMinimumMaxRounds = 9;
