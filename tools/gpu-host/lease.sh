@@ -32,6 +32,11 @@
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from (default: HEAD, the
 #             calibration's commit when that stage ran), lane --session-lane (a5500-session-256)
+#   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
+#             torch_reference and diffusers (.deps/wheels from stage-wheels.sh); logs/oracle/
+#   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
+#             calibrated and gated, JUnit in logs/weights/ (after oracle; last, since the build
+#             keeps the set)
 #   hashes    output-hashes.sh of the tree's build and of each --hashes-against REV's (a comma
 #             list, each built in a worktree under .lease/), compared by compare-hashes.py: a
 #             change of structure only must leave every render and bench_e2e output identical
@@ -74,7 +79,7 @@ case "${1:-}" in
     exit 3
     ;;
   run) shift ;;
-  *) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2 ;;
 esac
 
 stages=build,record,test,sbs,session,figures
@@ -188,6 +193,26 @@ stage_workflow() {
   cp "$build"/junit/*.xml "$w/" 2>/dev/null
   grep -E "tests passed|tests failed|Skipped|Failed" "$w/workflow.log" | tail -12
   return $status
+}
+
+# The checkpoint oracle (bench/checkpoint_oracle.py through tools/gpu-host/oracle.sh): DiT-XL/2 at
+# 256 in both layouts at fp32, fp16 and bf16 against torch_reference and diffusers (from the
+# staged .deps/wheels); oracle.json and its log in logs/oracle/. The converted checkpoint stays
+# in .lease/checkpoints/ for the weights stage.
+stage_oracle() {
+  mkdir -p "$work/checkpoints"
+  ORACLE_KEEP="$work/checkpoints/dit-xl2-256-oracle.safetensors" ORACLE_WHEELS="$work/.deps/wheels" \
+    bash tools/gpu-host/oracle.sh "$build" "$work/oracle-work" "$work/logs/oracle"
+  local status=$?
+  tail -4 "$work/logs/oracle/oracle.log" 2>/dev/null
+  return $status
+}
+
+# Gate set `weights` on the oracle's checkpoint (tools/gpu-host/weights-gate.sh): its floors
+# calibrated on this GPU, then its render, baseline and gates, JUnit in logs/weights/. The build
+# keeps the set afterwards, so run it after test and session.
+stage_weights() {
+  bash tools/gpu-host/weights-gate.sh "$build" "$work/checkpoints/dit-xl2-256-oracle.safetensors" "$work/logs/weights"
 }
 
 stage_sbs() {
