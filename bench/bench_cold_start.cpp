@@ -12,7 +12,7 @@
 //                                first cold run's, else an untimed run's).
 // On a GPU that runs the build's native code (an sm_86 build on an A5500) both are the same.
 // Each run also reports where the time to the model being ready went: dit-sample --phase-times
-// from the spawn (DIT_SPAWN_MONOTONIC_NS) to the first sampling step, as counters `ready_ms`
+// from the spawn (--spawn-monotonic-ns) to the first sampling step, as counters `ready_ms`
 // and `<phase>_ms` (process start, arguments, backend check, hash, DiT weights read or made, the
 // DiT model built: upload, conversion and plans, the VAE's weights and decoder, setup, and the
 // first step, which holds the first graph capture).
@@ -120,12 +120,12 @@ SampleRun spawn_sample(const fs::path& cache, uint64_t seed) {
   } else {
     arguments.push_back("--random-weights");
   }
+  arguments.insert(arguments.end(), {"--spawn-monotonic-ns", "0"});  // the last: set just before the spawn
   std::vector<std::string> environment;
   for (char** entry = environ; *entry; ++entry) {
     if (std::string(*entry).rfind("CUDA_CACHE_PATH=", 0) != 0) environment.emplace_back(*entry);
   }
   environment.push_back("CUDA_CACHE_PATH=" + cache.string());
-  environment.emplace_back();  // DIT_SPAWN_MONOTONIC_NS, set just before the spawn
 
   std::vector<char*> argv, envp;
   for (std::string& a : arguments) argv.push_back(a.data());
@@ -139,10 +139,9 @@ SampleRun spawn_sample(const fs::path& cache, uint64_t seed) {
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   pid_t child = 0;
   const auto start = std::chrono::steady_clock::now();
-  environment.back() =
-      "DIT_SPAWN_MONOTONIC_NS=" +
+  arguments.back() =
       std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count());
-  envp[envp.size() - 2] = environment.back().data();
+  argv[argv.size() - 2] = arguments.back().data();
   const int spawned = posix_spawn(&child, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(spawned));

@@ -62,6 +62,7 @@ struct Options {
   std::string forward_inputs;  // safetensors with x, t, y: one forward pass instead of sampling
   std::string forward_output;
   std::string phase_times;    // where the phases of the start go (JSON); empty: not written
+  uint64_t spawn_ns = 0;      // the parent's CLOCK_MONOTONIC at the spawn; 0: count from main
   dit::EngineOptions engine;  // --cuda-graphs, --vae-fused-bias, --gemm-plan
 };
 
@@ -129,6 +130,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--forward-output", o.forward_output, "with --forward-inputs: the safetensors file of its output");
   app.add_option("--phase-times", o.phase_times,
                  "write where the time to the first sampling step went, per phase, as JSON to this file");
+  app.add_option("--spawn-monotonic-ns", o.spawn_ns,
+                 "with --phase-times: the parent's CLOCK_MONOTONIC in nanoseconds when it spawned this process");
   app.add_option("--vae", o.vae,
                  "sd (the sd-vae-ft-ema/mse decoder), tiny (4 small blocks, 8x upscaling like sd: quick on a CPU) "
                  "or none (latents only) (default: sd for images of 256 and more, else tiny)")
@@ -215,7 +218,7 @@ class ProgressLine {
 };
 
 // Where the time from process start to the first sampling step goes (--phase-times). The zero is
-// the spawn when the parent gives it (DIT_SPAWN_MONOTONIC_NS: CLOCK_MONOTONIC in nanoseconds, as
+// the spawn when the parent gives it (--spawn-monotonic-ns: CLOCK_MONOTONIC in nanoseconds, as
 // bench_cold_start passes it; steady_clock is that clock), else main's entry; each mark gives
 // the time since the previous one to its phase.
 class PhaseTimes {
@@ -225,20 +228,12 @@ class PhaseTimes {
     static Clock::time_point entry;
     return entry;
   }
-  PhaseTimes() : zero_(main_entry()), last_(main_entry()) {
-    const char* spawn = std::getenv("DIT_SPAWN_MONOTONIC_NS");
-    int64_t ns = 0;
-    if (spawn != nullptr) {
-      const std::string_view text(spawn);
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), ns);
-      if (error == std::errc() && end == text.data() + text.size() && ns > 0) {
-        const Clock::time_point spawned{std::chrono::nanoseconds(ns)};
-        if (spawned <= zero_) {
-          zero_ = spawned;
-          from_spawn_ = true;
-          phases_.emplace_back("process", milliseconds(spawned, main_entry()));
-        }
-      }
+  explicit PhaseTimes(uint64_t spawn_ns) : zero_(main_entry()), last_(main_entry()) {
+    const Clock::time_point spawned{std::chrono::nanoseconds(spawn_ns)};
+    if (spawn_ns > 0 && spawned <= zero_) {
+      zero_ = spawned;
+      from_spawn_ = true;
+      phases_.emplace_back("process", milliseconds(spawned, main_entry()));
     }
   }
   void mark(const char* phase) {
@@ -367,7 +362,7 @@ int run(const Options& o) {
 
   const dit::Backend backend = dit::parse_backend(o.backend);
   const dit::Precision precision = dit::parse_precision(o.precision);
-  PhaseTimes phases;
+  PhaseTimes phases(o.spawn_ns);
   phases.mark("arguments");
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);

@@ -76,7 +76,7 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
   EXPECT_TRUE(std::equal(start.data.begin(), start.data.end(), all_rows.data.begin()));
 }
 
-// --phase-times: the phases from the spawn (DIT_SPAWN_MONOTONIC_NS) or main's entry to the first
+// --phase-times: the phases from the spawn (--spawn-monotonic-ns) or main's entry to the first
 // sampling step, in the order they ran, adding up to ready_ms.
 TEST_F(DitSample, PhaseTimesAddUpToTheFirstStep) {
   const std::filesystem::path phases_path = out_dir / "phases.json";
@@ -84,16 +84,16 @@ TEST_F(DitSample, PhaseTimesAddUpToTheFirstStep) {
     SCOPED_TRACE(from_spawn ? "from the spawn" : "from main");
     std::filesystem::remove_all(out_dir);
     std::filesystem::create_directories(out_dir);
+    std::string spawn;
     if (from_spawn) {
       const auto now = std::chrono::steady_clock::now().time_since_epoch();
-      setenv("DIT_SPAWN_MONOTONIC_NS",
-             std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()).c_str(), 1);
+      spawn =
+          " --spawn-monotonic-ns " + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
     }
     const ProcessResult run = run_dit_sample(
         "--model DiT-S/8 --random-weights --class 1 --steps 2 --sampler ddim "
         "--vae none --phase-times " +
-        phases_path.string() + " --out " + out_dir.string());
-    unsetenv("DIT_SPAWN_MONOTONIC_NS");
+        phases_path.string() + spawn + " --out " + out_dir.string());
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
     EXPECT_EQ(times["zero"], from_spawn ? "spawn" : "main");
