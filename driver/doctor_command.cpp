@@ -1,11 +1,14 @@
 // dit-ar doctor: captures the GPU, libraries, toolchain and repository state into
-// environment.json, warning when the GPU is not an RTX A5500; reports each lane's quality floors
-// and the DiT weights its gate sets render. Works without a GPU.
+// environment.json, warning when the GPU is not an RTX A5500; reports each lane's quality floors,
+// the DiT weights its gate sets render and the GPUs its build hands CTest (writing the host's own
+// CTest resource specification into the state directory). Works without a GPU.
 #include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -76,6 +79,40 @@ void report_floors(const Config& config, const nlohmann::json& document, std::ve
                          ", so its gates refuse; calibrate once: dit-quality-render calibrate --gate-sets " +
                          (config.source_dir / lane.build_dir / "quality/gate-sets.json").string() + " --set " + set +
                          " --out quality/calibration/<gpu>-" + set + ".json --write-contract " + config.contract);
+  }
+}
+
+// CTest's view of the GPUs: doctor writes the host's own resource specification (one slot per
+// CUDA device, indices in nvidia-smi's PCI order, the format cmake/DitGpuResources.cmake writes)
+// into the state directory, and compares each GPU lane's build's specification with it: a build
+// configured elsewhere, or before a GPU was added, hands out fewer GPUs than the host has.
+void report_ctest_gpus(const Config& config, const nlohmann::json& document, std::vector<std::string>& warnings) {
+  const int devices = document["cuda_runtime"].value("device_count", 0);
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int index = 0; index < devices; ++index) gpus.push_back({{"id", std::to_string(index)}, {"slots", 1}});
+  const fs::path host_spec = config.state_dir / "ctest-resources.json";
+  write_json_atomic(host_spec, {{"version", {{"major", 1}, {"minor", 0}}}, {"local", {{{"gpus", gpus}}}}},
+                    ParentFolders::create);
+  std::cout << "  ctest gpus " << devices << " GPU(s) in " << host_spec.string() << "\n";
+  std::set<std::string> seen;
+  for (const auto& [name, lane] : config.lanes) {
+    if (name.rfind("cpu", 0) == 0 || !seen.insert(lane.build_dir).second) continue;
+    const fs::path spec = config.source_dir / lane.build_dir / "ctest-resources.json";
+    std::error_code error;
+    if (!fs::is_regular_file(spec, error)) continue;  // not configured yet: its configure writes one
+    int listed = -1;
+    try {
+      listed = static_cast<int>(read_json_file(spec).at("local").at(0).at("gpus").size());
+    } catch (const std::exception& failure) {  // dit::Error, or nlohmann's for a malformed file
+      warnings.push_back(spec.string() + " is not a CTest resource specification (" + failure.what() +
+                         "); configure the build again");
+      continue;
+    }
+    std::cout << "  ctest gpus " << lane.build_dir << ": " << listed << " GPU(s)\n";
+    if (listed != devices)
+      warnings.push_back(lane.build_dir + " hands CTest " + std::to_string(listed) + " GPU(s) and this host has " +
+                         std::to_string(devices) + ": configure it again here (DIT_CTEST_GPUS=auto), or run ctest " +
+                         "--resource-spec-file " + host_spec.string());
   }
 }
 
@@ -264,6 +301,7 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
   std::cout << "  sandbox    " << sandbox.description << "\n";
   report_floors(config, document, capture.warnings);
   report_weights(config, capture.warnings);
+  report_ctest_gpus(config, document, capture.warnings);
   if (!sandbox.available)
     capture.warnings.push_back("no sandbox for the candidate's stages (" + sandbox.description +
                                "): experiments run unsandboxed, and their records say so");
