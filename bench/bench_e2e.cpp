@@ -100,8 +100,7 @@ const Setup& setup() {
 // The checkpoint the reference case renders from in the quality gate (its own, else its gate
 // set's), or nullopt for the embedded default (seeded random weights).
 const std::optional<dit::quality::WeightsReference>& case_weights() {
-  const Setup& s = setup();
-  return s.reference_case.weights ? s.reference_case.weights : s.gate_set.weights;
+  return dit::quality::case_checkpoint(setup().reference_case, setup().gate_set);
 }
 
 // Before any benchmark: the checkpoint is hashed as the renderer hashes it, so a missing or

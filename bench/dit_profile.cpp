@@ -230,7 +230,8 @@ int run(const Options& options) {
   choice.precision = dit::parse_precision(options.precision.empty() ? gpu_set->precision : options.precision);
   choice.weights_seed = c.weights_seed;
   // The case's checkpoint as the quality render takes it (its own, else the set's), hashed first.
-  if (const auto& weights = c.weights ? c.weights : gpu_set->weights) {
+  const std::optional<dit::quality::WeightsReference>& weights = dit::quality::case_checkpoint(c, *gpu_set);
+  if (weights) {
     if (const std::string problem = dit::quality::weights_file_problem(*weights); !problem.empty())
       throw dit::Error(dit::ErrorKind::invalid_file, "gate set " + gpu_set->name + ", case " + c.id + ": " + problem);
     choice.weights_path = weights->path;
@@ -307,10 +308,9 @@ int run(const Options& options) {
                   {"cfg_scale", c.cfg_scale},
                   {"precision", dit::precision_name(choice.precision)},
                   {"backend", gpu_set->backend}};
-  if (choice.weights_path.empty()) {
+  if (!weights) {
     json["case"]["weights"] = "seeded random (seed " + std::to_string(c.weights_seed) + ")";
   } else {
-    const auto& weights = c.weights ? c.weights : gpu_set->weights;
     json["case"]["weights"] = weights->path;
     json["case"]["weights_sha256"] = weights->sha256;
   }

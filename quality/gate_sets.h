@@ -32,4 +32,11 @@ std::vector<GateSet> parse_gate_sets(std::string_view text, const std::string& l
 // Throws dit::Error (io / invalid_file) naming the file and the entry.
 std::vector<GateSet> load_gate_sets(const std::string& path);
 
+// The checkpoint case `c` of `set` renders from: its own, else the set's; nullopt: the embedded
+// default (seeded random weights): what the renderer renders it from (case_weights), for the
+// benchmarks that time the case.
+inline const std::optional<WeightsReference>& case_checkpoint(const Case& c, const GateSet& set) {
+  return c.weights ? c.weights : set.weights;
+}
+
 }  // namespace dit::quality
