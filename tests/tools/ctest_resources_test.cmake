@@ -2,7 +2,8 @@
 # and nvidia-smi's answer give, the resource specification written for them, and a scratch project
 # whose four "GPU tests" (_dit_mark_gpu_test) run under ctest -j 4 with two GPUs listed: each gets
 # an allocation, both GPUs are used, and no two tests hold the same GPU at once. Listed with none,
-# the same tests carry the one `gpu` lock and no resource groups.
+# the same tests carry the one `gpu` lock and no resource groups. With GPU 0 alone (a one-GPU host,
+# whose list "0" a bare if() reads as false), they take resource groups, one at a time.
 #   cmake -DSOURCE_DIR=<repository> -DWORK_DIR=<scratch> -P ctest_resources_test.cmake
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -58,7 +59,7 @@ expect(gpu_count EQUAL 2 AND second STREQUAL 3 AND slots EQUAL 1 MESSAGE "the sp
 # A scratch project: four tests that log when they hold which GPU.
 # The control: the same tests unmarked, which ctest -j 4 runs side by side (so the overlap check
 # can fail).
-foreach(gpus "0,1" "none" "control")
+foreach(gpus "0,1" "0" "none" "control")
   string(REPLACE "," "-" tag "${gpus}")
   set(project "${WORK_DIR}/project-${tag}")
   file(REMOVE_RECURSE "${project}")
@@ -138,6 +139,10 @@ endforeach()
   elseif(gpus STREQUAL "none")
     expect(has_lock AND NOT has_groups MESSAGE "with none listed: the gpu lock, no resource groups")
     expect(NOT clash MESSAGE "with none listed: the four tests one at a time")
+  elseif(gpus STREQUAL "0")
+    expect(has_groups AND NOT has_lock MESSAGE "with GPU 0 alone: resource groups, no lock")
+    expect(used STREQUAL "id:0,slots:1" MESSAGE "GPU 0 allocated to every test: ${used}")
+    expect(NOT clash MESSAGE "with GPU 0 alone: the four tests one at a time")
   else()
     expect(has_groups AND NOT has_lock MESSAGE "with two listed: resource groups, no lock")
     list(SORT used)
