@@ -223,7 +223,7 @@ stage_sbs() {
 }
 
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
-# ncu-forward, ncu-vae (default: all of them) and kernels (not in the default: bench_kernels on
+# ncu-forward, ncu-vae (default: all of them), cold (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
 # every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
@@ -237,6 +237,22 @@ stage_figures() {
     "$build/bench/bench_kernels" '--benchmark_filter=^(attention_form|residual_layernorm_modulate)/.*fp16' \
       --benchmark_min_time=0.05s --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
       --benchmark_out="$f/bench_kernels.json" >"$f/bench_kernels.txt" 2>&1 || status=1
+  fi
+  if want cold; then
+    # The model load: spawn to the first sampling step, with its phases (one step, so the rest
+    # of the image costs little), for the seeded random default and for a safetensors file
+    # (LEASE_COLD_WEIGHTS, else torch_reference's random DiT-XL/2 weights saved at fp32).
+    "$build/bench/bench_cold_start" --steps=1 --benchmark_repetitions=3 \
+      --benchmark_out="$f/bench_cold_start.json" >"$f/bench_cold_start.txt" 2>&1 || status=1
+    local cold_weights=${LEASE_COLD_WEIGHTS:-$work/checkpoints/cold-xl2-256-fp32.safetensors}
+    if [ ! -f "$cold_weights" ]; then
+      mkdir -p "$(dirname "$cold_weights")"
+      python3 -c 'import sys; sys.path.insert(0, "bench"); import torch_reference as t, safetensors.torch as s
+s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}, sys.argv[1])' "$cold_weights" \
+        >"$f/cold-weights.log" 2>&1 || status=1
+    fi
+    "$build/bench/bench_cold_start" --steps=1 --weights="$cold_weights" --benchmark_repetitions=3 \
+      --benchmark_out="$f/bench_cold_start_file.json" >"$f/bench_cold_start_file.txt" 2>&1 || status=1
   fi
   if want vae; then
     "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 \
