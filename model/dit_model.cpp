@@ -52,4 +52,22 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
   throw Error(ErrorKind::invalid_argument, "unknown backend");
 }
 
+std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const RandomDitWeights& weights,
+                                     Precision precision, const EngineOptions& options) {
+  check_backend(backend, precision);
+  check_random_weights(weights);
+  check_engine_options(backend, precision, config.num_heads > 0 ? config.head_dim() : 0, options);
+  switch (backend) {
+    case Backend::cpu:
+      return make_model(backend, config, DitWeights::random(config, weights.seed, weights.std), precision, options);
+    case Backend::cuda:
+#if DIT_WITH_CUDA
+      return make_cuda_model(config, weights, precision, options);
+#else
+      break;  // check_backend has thrown
+#endif
+  }
+  throw Error(ErrorKind::invalid_argument, "unknown backend");
+}
+
 }  // namespace dit

@@ -45,5 +45,9 @@ void check_backend(Backend backend, Precision precision);
 // Throws dit::Error (device) when the backend is not built in or no GPU is usable.
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
                                      Precision precision = Precision::fp32, const EngineOptions& options = {});
+// The same with DitWeights::random(config, weights.seed, weights.std), made where the model keeps
+// them: on the host for the CPU backend, on the device for the CUDA one (same bits, no host copy).
+std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const RandomDitWeights& weights,
+                                     Precision precision = Precision::fp32, const EngineOptions& options = {});
 
 }  // namespace dit

@@ -8,21 +8,22 @@
 
 #include "core/checked_math.h"
 #include "core/error.h"
-#include "kernels/noise_math.h"
+#include "kernels/random_normal.h"
 
 namespace dit {
-namespace {
-
-constexpr uint32_t kWeightsDomainTag = 0x57676874u;  // "Wght": never collides with the noise
 
 // FNV-1a: a tensor's stream id from its name, so adding a tensor never reshuffles the others.
-uint32_t name_hash(const std::string& name) {
+uint32_t random_weight_stream(const std::string& name) {
   uint32_t hash = 2166136261u;
   for (unsigned char c : name) hash = (hash ^ c) * 16777619u;
   return hash;
 }
 
-}  // namespace
+void check_random_weights(const RandomDitWeights& random) {
+  if (!(random.std > 0.0f) || !std::isfinite(random.std))
+    throw Error(ErrorKind::invalid_argument,
+                "random weights need a positive finite std, got " + std::to_string(random.std));
+}
 
 const Tensor& DitWeights::at(const std::string& name) const {
   const auto found = tensors.find(name);
@@ -96,9 +97,7 @@ Tensor sincos_pos_embed(int hidden_size, int grid) {
 
 DitWeights DitWeights::random(const ModelConfig& config, uint64_t seed, float std) {
   config.validate();
-  if (!(std > 0.0f) || !std::isfinite(std))
-    throw Error(ErrorKind::invalid_argument, "random weights need a positive finite std, got " + std::to_string(std));
-  const uint32_t key0 = static_cast<uint32_t>(seed), key1 = static_cast<uint32_t>(seed >> 32);
+  check_random_weights({seed, std});
   DitWeights weights;
   for (const auto& [name, shape] : expected_weight_shapes(config)) {
     if (name == "pos_embed") {
@@ -106,19 +105,7 @@ DitWeights DitWeights::random(const ModelConfig& config, uint64_t seed, float st
       continue;
     }
     Tensor tensor(shape);
-    const uint32_t stream = name_hash(name);
-    const int64_t n = tensor.numel(), groups = (n + 3) / 4;
-    float* values = tensor.ptr();
-#pragma omp parallel for schedule(static) if (groups > 16384)
-    for (int64_t group = 0; group < groups; ++group) {
-      const noise_math::Philox4 bits = noise_math::philox4x32_10(
-          noise_math::noise_counter(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), stream,
-                                    kWeightsDomainTag),
-          key0, key1);
-      float z[4];
-      noise_math::box_muller4(bits, z);
-      for (int lane = 0; lane < 4 && 4 * group + lane < n; ++lane) values[4 * group + lane] = std * z[lane];
-    }
+    cpu::random_normal(seed, random_weight_stream(name), kRandomWeightsTag, std, tensor.ptr(), tensor.numel());
     weights.tensors.emplace(name, std::move(tensor));
   }
   return weights;

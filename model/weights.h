@@ -35,6 +35,22 @@ struct DitWeights {
   static DitWeights random(const ModelConfig& config, uint64_t seed, float std = 0.02f);
 };
 
+// Seeded random weights described, not made: make_model (model/dit_model.h) makes them where the
+// model keeps them (the CUDA backend on the device, in its compute dtype), with the same bits as
+// DitWeights::random(config, seed, std) converted as the backend converts a checkpoint.
+struct RandomDitWeights {
+  uint64_t seed = 0;
+  float std = 0.02f;
+};
+
+// Throws dit::Error (invalid_argument) unless std is positive and finite.
+void check_random_weights(const RandomDitWeights& random);
+// How DitWeights::random draws tensor `name` (kernels/random_normal.h): this stream id (FNV-1a of
+// the name, so adding a tensor never reshuffles the others), this domain tag ("Wght", never the
+// noise's), and random.std as the scale; pos_embed is the sin-cos table instead.
+uint32_t random_weight_stream(const std::string& name);
+inline constexpr uint32_t kRandomWeightsTag = 0x57676874u;
+
 // Every tensor a DiT of `config` has: name -> shape, in a stable order.
 std::map<std::string, std::vector<int64_t>> expected_weight_shapes(const ModelConfig& config);
 // The fixed 2-D sin-cos positional table [1, T, D], computed in float64, stored as float32.

@@ -27,7 +27,11 @@ DitModel& ModelCache::get(int image_size) {
   if (!model_ || image_size_ != image_size) {
     model_.reset();
     const ModelConfig config = model_config(choice_.model, image_size);
-    model_ = make_model(choice_.backend, config, bench_weights(choice_, config), choice_.precision, choice_.engine);
+    model_ =
+        choice_.weights_path.empty()  // drawn on the device for cuda (the same bits as bench_weights')
+            ? make_model(choice_.backend, config, RandomDitWeights{choice_.weights_seed}, choice_.precision,
+                         choice_.engine)
+            : make_model(choice_.backend, config, bench_weights(choice_, config), choice_.precision, choice_.engine);
     image_size_ = image_size;
   }
   return *model_;

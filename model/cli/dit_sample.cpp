@@ -375,9 +375,12 @@ int run(const Options& o) {
     hashes.vae = checked_sha256("--vae-weights", o.vae_weights_path, o.vae_weights_sha256);
   phases.mark("hash");
   std::unique_ptr<dit::DitModel> model;
-  {
-    const dit::DitWeights weights = o.random_weights ? dit::DitWeights::random(config, o.weights_seed)
-                                                     : dit::DitWeights::load(o.weights_path, config);
+  if (o.random_weights) {  // drawn where the model keeps them (on the device for cuda)
+    phases.mark("dit_weights");
+    model = dit::make_model(backend, config, dit::RandomDitWeights{o.weights_seed}, precision, o.engine);
+    phases.mark("dit_model");
+  } else {
+    const dit::DitWeights weights = dit::DitWeights::load(o.weights_path, config);
     phases.mark("dit_weights");
     model = dit::make_model(backend, config, weights, precision, o.engine);
     phases.mark("dit_model");

@@ -42,6 +42,7 @@
 #include "kernels/guidance.h"
 #include "kernels/noise.h"
 #include "kernels/patch_embed.h"
+#include "kernels/random_normal.h"
 #include "kernels/residual_layernorm.h"
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
@@ -125,9 +126,19 @@ struct Activations {
   unsigned* loop_blocks_done = nullptr;  // [1] cuda::loop_step's count of finished blocks
 };
 
+// Where a model's weights come from: host tensors (a checkpoint, or DitWeights::random), or
+// seeded random weights made on the device in the compute dtype (the same bits: the kernel and
+// DitWeights::random share kernels/random_normal.h, and the device rounds to 16 bits as
+// core/half.h does), which skips making, converting and copying 2.7 GB on the host.
+struct WeightSource {
+  const DitWeights* host = nullptr;  // null: `random`, on the device
+  RandomDitWeights random;
+};
+
 class CudaDitModel final : public DitModel {
  public:
-  CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision, const EngineOptions& options);
+  CudaDitModel(const ModelConfig& config, const WeightSource& weights, Precision precision,
+               const EngineOptions& options);
   ~CudaDitModel() override;
 
   const ModelConfig& config() const override { return config_; }
@@ -140,7 +151,7 @@ class CudaDitModel final : public DitModel {
   Tensor sample(const SampleRequest& request, const ProgressFn& progress) override;
 
  private:
-  void upload_weights(const DitWeights& weights);
+  void upload_weights(const WeightSource& weights);
   int modulation_width() const { return config_.depth * 6 * config_.hidden_size + 2 * config_.hidden_size; }
   int chunk_steps(int rows, int steps) const;
   template <typename Alloc>
@@ -210,7 +221,7 @@ DeviceDtype compute_dtype(Precision precision) {
   }
 }
 
-CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights, Precision precision,
+CudaDitModel::CudaDitModel(const ModelConfig& config, const WeightSource& weights, Precision precision,
                            const EngineOptions& options)
     : config_(config),
       precision_(precision),
@@ -235,11 +246,15 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const DitWeights& weights,
   if (status != cudaSuccess || devices == 0)
     throw Error(ErrorKind::device, std::string("the cuda backend needs a GPU: ") +
                                        (status != cudaSuccess ? cudaGetErrorString(status) : "no CUDA device"));
-  for (const auto& [name, shape] : expected_weight_shapes(config_)) {
-    const Tensor& tensor = weights.at(name);
-    if (tensor.shape != shape || static_cast<int64_t>(tensor.data.size()) != tensor.numel())
-      throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) + ", " +
-                                                   config_.name + " expects " + shape_string(shape));
+  if (weights.host) {
+    for (const auto& [name, shape] : expected_weight_shapes(config_)) {
+      const Tensor& tensor = weights.host->at(name);
+      if (tensor.shape != shape || static_cast<int64_t>(tensor.data.size()) != tensor.numel())
+        throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) +
+                                                     ", " + config_.name + " expects " + shape_string(shape));
+    }
+  } else {
+    check_random_weights(weights.random);
   }
   DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   NvtxRange range("cuda_model.load");
@@ -254,13 +269,21 @@ CudaDitModel::~CudaDitModel() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-// Weights: name -> dtype; sized in one pass, then carved and uploaded. 16-bit weights are
-// converted on the host by every core into one reused staging buffer (one tensor at a time), and
-// the adaLN layers go straight to their place in the concatenated device weight, so loading
-// DiT-XL/2 makes no host copy of the 2.7 GB it reads (the load is what every benchmark and
-// quality process pays before its first image).
-void CudaDitModel::upload_weights(const DitWeights& weights) {
+// Weights: name -> dtype; sized in one pass, then carved and filled. From host tensors, 16-bit
+// weights are converted on the host by every core into one reused staging buffer (one tensor at
+// a time), and the adaLN layers go straight to their place in the concatenated device weight, so
+// loading DiT-XL/2 makes no host copy of the 2.7 GB it reads. Seeded random weights are drawn on
+// the device straight into their place and dtype (the two small tensors the kernels read in
+// another layout or that are no draw, the patch weight and pos_embed, are made on the host). The
+// load is what every benchmark and quality process pays before its first image.
+void CudaDitModel::upload_weights(const WeightSource& weights) {
   const DeviceDtype f32 = DeviceDtype::f32;
+  const std::map<std::string, std::vector<int64_t>> shapes = expected_weight_shapes(config_);
+  const auto numel = [&](const std::string& name) {
+    size_t n = 1;
+    for (const int64_t extent : shapes.at(name)) n *= static_cast<size_t>(extent);
+    return n;
+  };
   std::vector<std::pair<std::string, DeviceDtype>> specs = {{"x_embedder.proj.weight", f32},
                                                             {"x_embedder.proj.bias", f32},
                                                             {"pos_embed", f32},
@@ -283,15 +306,15 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
   add_linear("final_layer.linear", f32);
 
   // Every adaLN layer in one [depth*6D + 2D, D] weight and one bias, in block order, final last.
-  std::vector<const Tensor*> adaln_weights, adaln_biases;
+  std::vector<std::string> adaln_weights, adaln_biases;
   size_t adaln_weight_count = 0, adaln_bias_count = 0;
   for (int i = 0; i <= config_.depth; ++i) {
     const std::string prefix =
         i < config_.depth ? "blocks." + std::to_string(i) + ".adaLN_modulation.1" : "final_layer.adaLN_modulation.1";
-    adaln_weights.push_back(&weights.at(prefix + ".weight"));
-    adaln_biases.push_back(&weights.at(prefix + ".bias"));
-    adaln_weight_count += adaln_weights.back()->data.size();
-    adaln_bias_count += adaln_biases.back()->data.size();
+    adaln_weights.push_back(prefix + ".weight");
+    adaln_biases.push_back(prefix + ".bias");
+    adaln_weight_count += numel(adaln_weights.back());
+    adaln_bias_count += numel(adaln_biases.back());
   }
   const int D = config_.hidden_size;
   if (adaln_bias_count != static_cast<size_t>(modulation_width()) ||
@@ -300,7 +323,7 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
 
   cuda::ArenaSizer sizer;
   sizer.take(cuda::GemmRunner::kWorkspaceBytes);
-  for (const auto& [name, dtype] : specs) sizer.take(weights.at(name).data.size() * cuda::dtype_bytes(dtype));
+  for (const auto& [name, dtype] : specs) sizer.take(numel(name) * cuda::dtype_bytes(dtype));
   sizer.take(adaln_weight_count * cuda::dtype_bytes(compute_));
   sizer.take(adaln_bias_count * sizeof(float));
   weight_arena_ = cuda::DeviceArena(sizer.bytes());
@@ -309,7 +332,7 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
                                              gemm_candidate_setting(gemm_plan_setting_));
 
   std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
-  auto upload_into = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {
+  auto upload_values = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {
     const void* source = values.data();
     if (dtype != DeviceDtype::f32) {
       staging.resize(values.size());
@@ -321,35 +344,53 @@ void CudaDitModel::upload_weights(const DitWeights& weights) {
     }
     DIT_CUDA_CHECK(cudaMemcpy(target, source, values.size() * cuda::dtype_bytes(dtype), cudaMemcpyHostToDevice));
   };
-  auto upload_converted = [&](const std::vector<float>& values, DeviceDtype dtype) -> const void* {
-    void* target = weight_arena_.take(values.size() * cuda::dtype_bytes(dtype));
-    upload_into(target, values, dtype);
-    return target;
+  // One random tensor on the host, as DitWeights::random makes it.
+  auto random_on_host = [&](const std::string& name) {
+    if (name == "pos_embed") return sincos_pos_embed(config_.hidden_size, config_.grid()).data;
+    std::vector<float> values(numel(name));
+    cpu::random_normal(weights.random.seed, random_weight_stream(name), kRandomWeightsTag, weights.random.std,
+                       values.data(), static_cast<int64_t>(values.size()));
+    return values;
   };
-  auto upload_concatenated = [&](const std::vector<const Tensor*>& parts, size_t count, DeviceDtype dtype) {
-    auto* target = static_cast<std::byte*>(weight_arena_.take(count * cuda::dtype_bytes(dtype)));
-    for (const Tensor* part : parts) {
-      upload_into(target, part->data, dtype);
-      target += part->data.size() * cuda::dtype_bytes(dtype);
+  auto fill = [&](void* target, const std::string& name, DeviceDtype dtype) {
+    if (name == "x_embedder.proj.weight") {  // the CUDA kernels' [C p p, D] layout
+      upload_values(target,
+                    cpu::transpose_patch_weight(weights.host ? weights.host->at(name).data : random_on_host(name), D),
+                    dtype);
+    } else if (weights.host) {
+      upload_values(target, weights.host->at(name).data, dtype);
+    } else if (name == "pos_embed") {
+      upload_values(target, random_on_host(name), dtype);
+    } else {
+      cuda::random_normal(weights.random.seed, random_weight_stream(name), kRandomWeightsTag, weights.random.std,
+                          target, dtype, static_cast<int64_t>(numel(name)), stream_);
     }
-    return static_cast<const void*>(target - count * cuda::dtype_bytes(dtype));
+  };
+  auto fill_concatenated = [&](const std::vector<std::string>& parts, size_t count, DeviceDtype dtype) {
+    auto* start = static_cast<std::byte*>(weight_arena_.take(count * cuda::dtype_bytes(dtype)));
+    std::byte* target = start;
+    for (const std::string& part : parts) {
+      fill(target, part, dtype);
+      target += numel(part) * cuda::dtype_bytes(dtype);
+    }
+    return static_cast<const void*>(start);
   };
   std::map<std::string, const void*> device;
   for (const auto& [name, dtype] : specs) {
-    const std::vector<float>& values = weights.at(name).data;
-    device[name] = name == "x_embedder.proj.weight"  // the CUDA kernels' [C p p, D] layout
-                       ? upload_converted(cpu::transpose_patch_weight(values, config_.hidden_size), dtype)
-                       : upload_converted(values, dtype);
+    void* target = weight_arena_.take(numel(name) * cuda::dtype_bytes(dtype));
+    fill(target, name, dtype);
+    device[name] = target;
   }
-  adaln_all_.weight = upload_concatenated(adaln_weights, adaln_weight_count, compute_);
-  adaln_all_.bias = upload_concatenated(adaln_biases, adaln_bias_count, DeviceDtype::f32);
+  adaln_all_.weight = fill_concatenated(adaln_weights, adaln_weight_count, compute_);
+  adaln_all_.bias = fill_concatenated(adaln_biases, adaln_bias_count, DeviceDtype::f32);
   adaln_all_.out = modulation_width();
   adaln_all_.in = D;
+  DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the device draws, before any other stream reads
 
   auto layer = [&](const std::string& prefix) {
-    const Tensor& w = weights.at(prefix + ".weight");
-    return DeviceLinear{device.at(prefix + ".weight"), device.at(prefix + ".bias"), static_cast<int>(w.dim(0)),
-                        static_cast<int>(w.dim(1))};
+    const std::vector<int64_t>& shape = shapes.at(prefix + ".weight");
+    return DeviceLinear{device.at(prefix + ".weight"), device.at(prefix + ".bias"), static_cast<int>(shape[0]),
+                        static_cast<int>(shape[1])};
   };
   patch_weight_ = static_cast<const float*>(device.at("x_embedder.proj.weight"));
   patch_bias_ = static_cast<const float*>(device.at("x_embedder.proj.bias"));
@@ -768,7 +809,12 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
 
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision,
                                           const EngineOptions& options) {
-  return std::make_unique<CudaDitModel>(config, weights, precision, options);
+  return std::make_unique<CudaDitModel>(config, WeightSource{&weights, {}}, precision, options);
+}
+
+std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const RandomDitWeights& weights,
+                                          Precision precision, const EngineOptions& options) {
+  return std::make_unique<CudaDitModel>(config, WeightSource{nullptr, weights}, precision, options);
 }
 
 }  // namespace dit

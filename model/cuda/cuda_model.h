@@ -13,5 +13,8 @@ namespace dit {
 // or misshapen.
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision,
                                           const EngineOptions& options);
+// The seeded random weights drawn on the device (the same bits as DitWeights::random).
+std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const RandomDitWeights& weights,
+                                          Precision precision, const EngineOptions& options);
 
 }  // namespace dit

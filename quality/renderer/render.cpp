@@ -75,11 +75,16 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   loaded->key = model_key(c, settings_);
   loaded->config = case_model_config(c, settings_.data_dir);
   const std::optional<WeightsReference>& checkpoint = case_weights(c, settings_);
-  DitWeights weights = checkpoint ? DitWeights::load(checkpoint->path, loaded->config)
-                       : is_tiny_model(c.model)
-                           ? DitWeights::load(tiny_weights_path(c, settings_.data_dir), loaded->config)
-                           : DitWeights::random(loaded->config, c.weights_seed);
-  if (settings_.edit_weights) settings_.edit_weights(weights);
+  // Seeded random weights nobody edits are drawn where the model keeps them (on the device for
+  // cuda, the same bits as DitWeights::random); every other source is made on the host.
+  const bool random_in_model = !checkpoint && !is_tiny_model(c.model) && !settings_.edit_weights;
+  DitWeights weights;
+  if (!random_in_model) {
+    weights = checkpoint               ? DitWeights::load(checkpoint->path, loaded->config)
+              : is_tiny_model(c.model) ? DitWeights::load(tiny_weights_path(c, settings_.data_dir), loaded->config)
+                                       : DitWeights::random(loaded->config, c.weights_seed);
+    if (settings_.edit_weights) settings_.edit_weights(weights);
+  }
   const VaeConfig vae_config = c.vae == "tiny" ? tiny_vae_config() : sd_vae_config();
   const int upsampling = 1 << (vae_config.block_out_channels.size() - 1);
   if (loaded->config.input_size * upsampling != c.image_size)
@@ -89,7 +94,10 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   if (c.class_label >= loaded->config.num_classes)
     case_error(c, "class_label " + std::to_string(c.class_label) + " is not below the model's " +
                       std::to_string(loaded->config.num_classes) + " classes");
-  loaded->model = make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
+  loaded->model = random_in_model
+                      ? make_model(settings_.backend, loaded->config, RandomDitWeights{c.weights_seed},
+                                   settings_.precision, settings_.engine)
+                      : make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
   loaded->vae = make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, c.weights_seed),
                                  settings_.precision, settings_.engine);
   loaded_ = std::move(loaded);
