@@ -19,7 +19,7 @@ constexpr double kLeft = 110, kRight = 20, kTop = 20, kBottom = 80;  // plot mar
 constexpr double kStripOffset = 30;                                  // the "not measured" strip, below the x axis
 constexpr int kYTicks = 5;
 
-std::string number(double value, int precision = 4) {
+std::string svg_number(double value, int precision = 4) {
   std::ostringstream text;
   text << std::setprecision(precision) << value;
   return text.str();
@@ -147,7 +147,7 @@ std::string render_objective_chart(const ReportInput& input) {
     svg << "<line class=\"grid\" x1=\"" << coordinate(kLeft) << "\" y1=\"" << coordinate(y) << "\" x2=\""
         << coordinate(kLeft + plot_width) << "\" y2=\"" << coordinate(y) << "\"/>"
         << "<text class=\"tick\" x=\"" << coordinate(kLeft - 8) << "\" y=\"" << coordinate(y + 4)
-        << "\" text-anchor=\"end\">" << number(std::abs(tick) < step * 1e-9 ? 0.0 : tick, 6) << "</text>\n";
+        << "\" text-anchor=\"end\">" << svg_number(std::abs(tick) < step * 1e-9 ? 0.0 : tick, 6) << "</text>\n";
   }
   svg << "<line class=\"axis\" x1=\"" << kLeft << "\" y1=\"" << coordinate(axis_y) << "\" x2=\""
       << coordinate(kLeft + plot_width) << "\" y2=\"" << coordinate(axis_y) << "\"/>\n";
@@ -173,8 +173,8 @@ std::string render_objective_chart(const ReportInput& input) {
     for (auto vertex = series.running_best.rbegin(); vertex != series.running_best.rend(); ++vertex)
       band << coordinate(x_of(vertex->first)) << "," << coordinate(y_of(vertex->second * (1.0 - noise_fraction)))
            << " ";
-    svg << "<polygon class=\"noise-band\" data-noise-percent=\"" << number(*input.noise_percent, 6) << "\" points=\""
-        << band.str() << "\"><title>the running best &#177;" << number(*input.noise_percent, 4)
+    svg << "<polygon class=\"noise-band\" data-noise-percent=\"" << svg_number(*input.noise_percent, 6)
+        << "\" points=\"" << band.str() << "\"><title>the running best &#177;" << svg_number(*input.noise_percent, 4)
         << "%, the noise the baseline's A/A run measured</title></polygon>\n";
   }
 
@@ -185,7 +185,7 @@ std::string render_objective_chart(const ReportInput& input) {
     svg << "<line class=\"baseline-line\" x1=\"" << coordinate(kLeft) << "\" y1=\"" << coordinate(y) << "\" x2=\""
         << coordinate(kLeft + plot_width) << "\" y2=\"" << coordinate(y) << "\"/>"
         << "<text class=\"baseline-label\" x=\"" << coordinate(kLeft + plot_width - 4) << "\" y=\"" << coordinate(y - 6)
-        << "\" text-anchor=\"end\">baseline " << number(value, 6)
+        << "\" text-anchor=\"end\">baseline " << svg_number(value, 6)
         << (beside ? " (as measured beside #" + std::to_string(*beside) + ")" : std::string()) << "</text>\n";
   }
 
@@ -193,7 +193,7 @@ std::string render_objective_chart(const ReportInput& input) {
     std::ostringstream points, values;
     for (const auto& [index, value] : series.running_best) {
       points << coordinate(x_of(index)) << "," << coordinate(y_of(value)) << " ";
-      values << (values.tellp() > 0 ? " " : "") << number(value, 10);
+      values << (values.tellp() > 0 ? " " : "") << svg_number(value, 10);
     }
     svg << "<polyline class=\"running-best\" data-values=\"" << values.str() << "\" points=\"" << points.str()
         << "\"/>\n";
@@ -210,20 +210,20 @@ std::string render_objective_chart(const ReportInput& input) {
     if (!value) {
       text << "(not measured)";
     } else if (const auto& beside = series.measured_beside[index]) {
-      text << number(*value, 6) << " " << input.unit << " as measured beside #" << *beside;
-      if (row.candidate) text << " (its own A/A run: " << number(*row.candidate, 6) << " " << input.unit << ")";
+      text << svg_number(*value, 6) << " " << input.unit << " as measured beside #" << *beside;
+      if (row.candidate) text << " (its own A/A run: " << svg_number(*row.candidate, 6) << " " << input.unit << ")";
     } else if (series.paired[index]) {
-      text << number(*value, 6) << " " << input.unit << " (the best: " << number(*row.best_before, 6) << " "
+      text << svg_number(*value, 6) << " " << input.unit << " (the best: " << svg_number(*row.best_before, 6) << " "
            << input.unit << " in the same rounds)";
     } else {
-      text << number(*value, 6) << " " << input.unit << (row.is_baseline() ? "" : " (no best measured beside it)");
+      text << svg_number(*value, 6) << " " << input.unit << (row.is_baseline() ? "" : " (no best measured beside it)");
     }
     text << ": " << row.description;
     const std::string title = text.str();
     const std::string classes = "point " + (row.is_baseline() ? std::string("baseline") : css_class(row.status));
     std::ostringstream attribute_text;
     attribute_text << " data-row=\"" << index << "\" data-status=\"" << html_escape(row.status) << "\"";
-    if (value) attribute_text << " data-value=\"" << number(*value, 10) << "\"";
+    if (value) attribute_text << " data-value=\"" << svg_number(*value, 10) << "\"";
     const std::string attributes = attribute_text.str();
     if (row.status == "CRASH" || row.status == "REJECTED") {
       const double r = 5.5;

@@ -14,39 +14,40 @@ using nlohmann::json;
 
 const std::set<std::string> kSetFields = {"calibration", "margin", "exact", "numerical", "fp32_bound"};
 
-[[noreturn]] void malformed(const std::string& label, const std::string& problem) {
+[[noreturn]] void floors_malformed(const std::string& label, const std::string& problem) {
   throw Error(ErrorKind::invalid_file, label + ": " + problem);
 }
 
 std::map<std::string, double> metric_values(const json& object, const std::string& label, const std::string& where) {
-  if (!object.is_object() || object.empty()) malformed(label, where + " must be a non-empty object of metric: number");
+  if (!object.is_object() || object.empty())
+    floors_malformed(label, where + " must be a non-empty object of metric: number");
   std::map<std::string, double> values;
   for (const auto& [metric, value] : object.items()) {
-    if (metric.empty()) malformed(label, where + " has an empty metric name");
+    if (metric.empty()) floors_malformed(label, where + " has an empty metric name");
     if (!value.is_number() || !std::isfinite(value.get<double>()))
-      malformed(label, where + "." + metric + " must be a finite number");
+      floors_malformed(label, where + "." + metric + " must be a finite number");
     values[metric] = value.get<double>();
   }
   return values;
 }
 
 std::string text_field(const json& object, const char* key, const std::string& label, const std::string& where) {
-  if (!object.contains(key)) malformed(label, where + ": missing field \"" + key + "\"");
+  if (!object.contains(key)) floors_malformed(label, where + ": missing field \"" + key + "\"");
   const json& value = object.at(key);
   if (!value.is_string() || value.get<std::string>().empty())
-    malformed(label, where + "." + key + " must be a non-empty string");
+    floors_malformed(label, where + "." + key + " must be a non-empty string");
   return value.get<std::string>();
 }
 
 SetFloors parse_set(const json& object, const std::string& label, const std::string& where) {
-  if (!object.is_object()) malformed(label, where + " must be an object");
+  if (!object.is_object()) floors_malformed(label, where + " must be an object");
   for (const auto& [key, value] : object.items()) {
-    if (!kSetFields.count(key)) malformed(label, where + ": unknown field \"" + key + "\"");
+    if (!kSetFields.count(key)) floors_malformed(label, where + ": unknown field \"" + key + "\"");
   }
   SetFloors floors;
   floors.calibration = text_field(object, "calibration", label, where);
   floors.margin = text_field(object, "margin", label, where);
-  if (!object.contains("exact")) malformed(label, where + ": missing field \"exact\"");
+  if (!object.contains("exact")) floors_malformed(label, where + ": missing field \"exact\"");
   floors.exact = metric_values(object.at("exact"), label, where + ".exact");
   if (object.contains("numerical"))
     floors.numerical = metric_values(object.at("numerical"), label, where + ".numerical");
@@ -65,14 +66,14 @@ json SetFloors::to_json() const {
 }
 
 FloorTable parse_floors(const json& floors, const std::string& label) {
-  if (!floors.is_object()) malformed(label, "floors must map device names to gate sets");
+  if (!floors.is_object()) floors_malformed(label, "floors must map device names to gate sets");
   FloorTable table;
   for (const auto& [device, sets] : floors.items()) {
     const std::string where = "floors." + device;
-    if (device.empty()) malformed(label, "floors has an empty device name");
-    if (!sets.is_object()) malformed(label, where + " must map gate set names to floors");
+    if (device.empty()) floors_malformed(label, "floors has an empty device name");
+    if (!sets.is_object()) floors_malformed(label, where + " must map gate set names to floors");
     for (const auto& [set, object] : sets.items()) {
-      if (set.empty()) malformed(label, where + " has an empty gate set name");
+      if (set.empty()) floors_malformed(label, where + " has an empty gate set name");
       table[device][set] = parse_set(object, label, where + "." + set);
     }
   }

@@ -25,7 +25,7 @@ using test::expect_close;
 using cuda::DeviceDtype;
 using test::DeviceTensor;
 
-struct LayerNormCase {
+struct ResidualLayerNormCase {
   int B, T, D;
   DeviceDtype dtype;
   std::string name() const { return test::dims_name({{"b", B}, {"t", T}, {"d", D}}) + "_" + test::dtype_suffix(dtype); }
@@ -33,10 +33,10 @@ struct LayerNormCase {
 
 // --- gated residual fused with the next LayerNorm + modulation ----------------------------------
 
-class CudaResidualLayerNorm : public testing::TestWithParam<LayerNormCase> {};
+class CudaResidualLayerNorm : public testing::TestWithParam<ResidualLayerNormCase> {};
 
 TEST_P(CudaResidualLayerNorm, matches_reference_composition) {
-  const LayerNormCase k = GetParam();
+  const ResidualLayerNormCase k = GetParam();
   const uint64_t seed = test::fresh_seed();
   const int stride = 6 * k.D;
   vector<float> x = test::random_normal(static_cast<size_t>(k.B) * k.T * k.D, seed, 2.0f);
@@ -61,14 +61,15 @@ TEST_P(CudaResidualLayerNorm, matches_reference_composition) {
 }
 
 INSTANTIATE_TEST_SUITE_P(residual_layernorm, CudaResidualLayerNorm,
-                         testing::Values(LayerNormCase{2, 256, 1152, DeviceDtype::f32},
-                                         LayerNormCase{2, 256, 1152, DeviceDtype::f16},
-                                         LayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
-                                         LayerNormCase{2, 9, 64, DeviceDtype::f16},      // float4, 2 warps idle
-                                         LayerNormCase{2, 13, 1000, DeviceDtype::bf16},  // float4, partial warps
-                                         LayerNormCase{3, 7, 33, DeviceDtype::f32},      // scalar block form
-                                         LayerNormCase{1, 6, 1150, DeviceDtype::f32},    // scalar, D % 4 != 0
-                                         LayerNormCase{2, 5, 1500, DeviceDtype::f16}),   // re-read form
+                         testing::Values(ResidualLayerNormCase{2, 256, 1152, DeviceDtype::f32},
+                                         ResidualLayerNormCase{2, 256, 1152, DeviceDtype::f16},
+                                         ResidualLayerNormCase{2, 1024, 1152, DeviceDtype::bf16},
+                                         ResidualLayerNormCase{2, 9, 64, DeviceDtype::f16},  // float4, 2 warps idle
+                                         ResidualLayerNormCase{2, 13, 1000,
+                                                               DeviceDtype::bf16},              // float4, partial warps
+                                         ResidualLayerNormCase{3, 7, 33, DeviceDtype::f32},     // scalar block form
+                                         ResidualLayerNormCase{1, 6, 1150, DeviceDtype::f32},   // scalar, D % 4 != 0
+                                         ResidualLayerNormCase{2, 5, 1500, DeviceDtype::f16}),  // re-read form
                          [](const auto& info) { return info.param.name(); });
 
 #endif  // DIT_CUDA_CASES

@@ -18,8 +18,8 @@
 namespace dit::ar {
 namespace {
 
-const std::filesystem::path kHandbook = DIT_HANDBOOK_DIR;
-const std::filesystem::path kRepository = kHandbook.parent_path().parent_path();
+const std::filesystem::path kHandbookDir = DIT_HANDBOOK_DIR;
+const std::filesystem::path kRepository = kHandbookDir.parent_path().parent_path();
 
 struct Outcome {
   int code = -1;
@@ -34,7 +34,7 @@ class SearchCommand : public ::testing::Test {
     request.query = query;
     request.json = json;
     request.limit = limit;
-    request.handbook_dir = kHandbook;
+    request.handbook_dir = kHandbookDir;
     request.index_path = folder_.path() / "knowledge.sqlite";
     request.display_root = kRepository;
     std::ostringstream out;
