@@ -4,7 +4,8 @@
 # follow it from short commands. From the checkout root, after .deps/ and .bundle/ are staged:
 #
 #   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--session-lane LANE]
-#                                 [--experiments DIR] [--tag TAG] [--hashes-against REV[,REV...]]
+#                                 [--experiments DIR] [--max-experiments N] [--tag TAG]
+#                                 [--hashes-against REV[,REV...]]
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored), and
 #       every stage runs in .lease/tree, a clone of the staged bundle's HEAD: committed work
 #       only, out of reach of the host's copy of the tree at each later call
@@ -29,9 +30,11 @@
 #             (bench_e2e), dit_profile (fp16 image; the session
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
 #             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
+#   gtest     chosen GoogleTest cases of the build's test binaries (LEASE_GTEST), JUnit in logs/gtest/
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from (default: HEAD, the
-#             calibration's commit when that stage ran), lane --session-lane (a5500-session-256)
+#             calibration's commit when that stage ran), lane --session-lane (a5500-session-256),
+#             at most --max-experiments experiments
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
 #             torch_reference and diffusers (.deps/wheels from stage-wheels.sh); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
@@ -86,6 +89,7 @@ stages=build,record,test,sbs,session,figures
 session_from=HEAD
 session_lane=a5500-session-256
 experiments=""
+max_experiments=""
 hashes_against=""
 tag=lease
 while [ $# -gt 0 ]; do
@@ -94,6 +98,7 @@ while [ $# -gt 0 ]; do
     --session-from) session_from="$2"; shift 2 ;;
     --session-lane) session_lane="$2"; shift 2 ;;
     --experiments) experiments="$2"; shift 2 ;;
+    --max-experiments) max_experiments="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --hashes-against) hashes_against="$2"; shift 2 ;;
     *) echo "lease: unknown argument $1"; touch "$work/done"; exit 2 ;;
@@ -310,7 +315,24 @@ stage_session() {
   from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
   (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$session_lane" \
-      --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar")
+      --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar" \
+      ${max_experiments:+--max-experiments "$max_experiments"})
+}
+
+# Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:
+# LEASE_GTEST, a space-separated list of BINARY:FILTER (BINARY relative to the build folder),
+# each run with --gtest_output into logs/gtest/<binary name>.xml (JUnit).
+stage_gtest() {
+  local g=$work/logs/gtest status=0 item binary filter
+  mkdir -p "$g"
+  [ -n "${LEASE_GTEST:-}" ] || { echo "no LEASE_GTEST"; return 2; }
+  for item in $LEASE_GTEST; do
+    binary=${item%%:*} filter=${item#*:}
+    DIT_REQUIRE_GPU=1 "$build/$binary" --gtest_filter="$filter" --gtest_output="xml:$g/$(basename "$binary").xml" \
+      >"$g/$(basename "$binary").log" 2>&1 || status=1
+    grep -E "^\[  (PASSED|FAILED) |tests? ran" "$g/$(basename "$binary").log" | tail -4
+  done
+  return $status
 }
 
 stage_hashes() {
