@@ -46,7 +46,8 @@ void random_normal(uint64_t seed, uint32_t stream, uint32_t tag, float scale, vo
   const auto key0 = static_cast<uint32_t>(seed), key1 = static_cast<uint32_t>(seed >> 32);
   dispatch_dtype(dtype, [&](auto type) {
     using T = typename decltype(type)::type;
-    random_normal_kernel<T><<<blocks, kThreads, 0, cuda_stream>>>(key0, key1, stream, tag, scale, static_cast<T*>(out), n);
+    random_normal_kernel<T>
+        <<<blocks, kThreads, 0, cuda_stream>>>(key0, key1, stream, tag, scale, static_cast<T*>(out), n);
   });
   DIT_LAUNCH_CHECK();
 }
