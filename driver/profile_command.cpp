@@ -99,7 +99,8 @@ int run_profile(const CommonOptions& options, const ProfileOptions& profile) {
                       {"output", output.string()},
                       {"log", process.log_path.string()}},
                      options.json);
-  return result.succeeded() ? kExitKeep : kExitDiscard;
+  // A tool that fails is the build's crash (4), never a decision's discard.
+  return result.succeeded() ? kExitKeep : kExitCrash;
 }
 
 }  // namespace

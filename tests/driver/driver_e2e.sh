@@ -78,6 +78,13 @@ step "profile on a build without the CUDA backend names why, exit 2"
 ar profile profile --build-dir "$STATE/best/src/build/fixture"
 expect_rc 2
 expect_text "the profiling tool is built with the CUDA backend only"
+step "profile whose tool fails: FAILED, exit 4 (CRASH), never 3 (a discard)"
+mkdir -p "$WORK/failing-profile/bench"
+printf '#!/bin/sh\necho "the tool ran and failed"\nexit 1\n' >"$WORK/failing-profile/bench/dit_profile"
+chmod +x "$WORK/failing-profile/bench/dit_profile"
+ar profile-fails profile --build-dir "$WORK/failing-profile" --output "$WORK/failing-profile/out"
+expect_rc 4
+expect_line "status: FAILED"
 [ -f "$STATE/baseline/performance.json" ] || fail "the baseline performance was not recorded"
 
 step "a faster exact change -> KEEP"
