@@ -30,6 +30,19 @@ bool SelectedTest::has_label(const std::string& label) const {
   return std::find(labels.begin(), labels.end(), label) != labels.end();
 }
 
+std::vector<std::string> SelectedTest::property_strings(const std::string& name) const {
+  std::vector<std::string> strings;
+  for (const auto& property : properties) {
+    if (!property.is_object() || property.value("name", "") != name || !property.contains("value")) continue;
+    const nlohmann::json& value = property["value"];
+    if (value.is_string()) strings.push_back(value.get<std::string>());
+    if (value.is_array())
+      for (const auto& item : value)
+        if (item.is_string()) strings.push_back(item.get<std::string>());
+  }
+  return strings;
+}
+
 std::string to_string(TestOutcome outcome) {
   switch (outcome) {
     case TestOutcome::passed: return "passed";

@@ -19,6 +19,9 @@ struct SelectedTest {
   std::vector<std::string> labels;
   nlohmann::json properties = nlohmann::json::array();  // every CTest property, as listed
   bool has_label(const std::string& label) const;
+  // The strings of property `name` (FIXTURES_REQUIRED, FIXTURES_SETUP, ...): a list's strings, a
+  // string alone, nothing when the test has no such property.
+  std::vector<std::string> property_strings(const std::string& name) const;
 };
 
 enum class TestOutcome { passed, failed, crashed, timed_out, skipped, not_run, missing };

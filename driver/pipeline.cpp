@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -229,6 +230,29 @@ bool quality_failed(const RunFacts& facts) {
   });
 }
 
+// The candidate's tests that set up a fixture one of `quality_judges` requires (the renders whose
+// outputs the gates judge), and the others, each in the listing's order.
+std::pair<std::vector<SelectedTest>, std::vector<SelectedTest>> split_gate_inputs(
+    const std::vector<SelectedTest>& candidate_tests, const std::vector<SelectedTest>& quality_judges) {
+  std::set<std::string> required;
+  for (const auto& judge : quality_judges)
+    for (const auto& fixture : judge.property_strings("FIXTURES_REQUIRED")) required.insert(fixture);
+  std::pair<std::vector<SelectedTest>, std::vector<SelectedTest>> parts;
+  for (const auto& test : candidate_tests) {
+    const std::vector<std::string> sets_up = test.property_strings("FIXTURES_SETUP");
+    const bool input = std::any_of(sets_up.begin(), sets_up.end(),
+                                   [&](const std::string& fixture) { return required.count(fixture) > 0; });
+    (input ? parts.first : parts.second).push_back(test);
+  }
+  return parts;
+}
+
+std::string test_names(const std::vector<SelectedTest>& tests) {
+  std::string names;
+  for (const auto& test : tests) names += (names.empty() ? "" : ", ") + test.name;
+  return names;
+}
+
 std::optional<std::vector<SelectedTest>> list_tests(const RunRequest& request, const std::string& preset,
                                                     RunFacts& facts) {
   const fs::path listing = request.run_dir / ("tests-" + preset + ".json");
@@ -384,60 +408,83 @@ RunFacts run_commit(const RunRequest& request) {
     std::vector<SelectedTest> candidate_tests;
     std::vector<SelectedTest> judge_tests;
     for (const auto& test : *selected) (is_judge_test(test) ? judge_tests : candidate_tests).push_back(test);
-
-    if (!candidate_tests.empty()) {
-      std::vector<std::string> argv{"ctest", "--preset", preset};
-      if (!judge_tests.empty()) argv.insert(argv.end(), {"-E", names_regex(judge_tests)});
-      const fs::path console = request.run_dir / ("ctest-" + preset + ".log");
-      auto failure = run_ctest(request, View::tests, argv, "tests (" + preset + ")",
-                               candidate_folder(request) / ("junit-" + preset + ".xml"), console, candidate_tests,
-                               preset, test_deadline, facts.tests);
-      for (auto& refusal : sandbox_refusals(console)) facts.sandbox_refusals.push_back(std::move(refusal));
-      if (failure) {
-        facts.stage_failure = failure;
-        return facts;
-      }
-    }
-    if (judge_tests.empty()) continue;
-
-    // The judge's turn: its build and the goldens must be as recorded, its folder the driver's.
-    const fs::path judge_build = request.judge_source_dir / lane.build_dir;
-    for (const auto& change :
-         describe_changes(request.judge_files, hash_folder(judge_build, build_bookkeeping()), "judge build: "))
-      facts.rejections.push_back("the judge changed during the run: " + change);
-    for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
-      facts.rejections.push_back("the goldens changed during the run: " + change);
-    if (!facts.rejections.empty()) return facts;
-    fs::create_directories(judge_folder(request));
-    std::error_code ignored;
-    for (const auto& test : judge_tests) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
-    write_judge_instructions(request);
-    // The quality gates first, their reports read, then the performance gate: its benchmark
-    // processes run the candidate's code, which must find no report of this run to rewrite.
     std::vector<SelectedTest> quality_judges;
     std::vector<SelectedTest> performance_judges;
     for (const auto& test : judge_tests) (test.has_label("perf") ? performance_judges : quality_judges).push_back(test);
-    const bool split = !quality_judges.empty() && !performance_judges.empty();
-    for (const auto* group : {&quality_judges, &performance_judges}) {
-      if (group->empty()) continue;
-      if (group == &performance_judges && quality_failed(facts)) {
-        facts.skipped_presets.push_back(preset + " (its performance gate)");
-        break;
-      }
-      const std::string suffix = split && group == &performance_judges ? "-performance" : "";
-      const std::string stage =
-          "judge (" + preset + (split ? (group == &performance_judges ? ", performance" : ", quality") : "") + ")";
-      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(*group), "-FA", ".*"};
+    // The order that decides a quality discard soonest: the candidate's tests whose outputs the
+    // quality gates judge (the fixtures those gates require: the renders), then the quality
+    // gates, and only then, if they held, the candidate's other tests (the kernel tests, a minute
+    // on a GPU) and the performance gate.
+    auto [gate_inputs, other_tests] = split_gate_inputs(candidate_tests, quality_judges);
+    const auto run_candidate = [&](const std::vector<SelectedTest>& group, const std::string& part) {
+      if (group.empty()) return true;
+      // The part's tests by name (-E of every other test of the preset would let a test the
+      // listing missed run unjudged); the judge's tests never run in the candidate's view.
+      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(group), "-FA", ".*"};
+      std::string suffix = part.empty() ? "" : "-" + part;
+      std::replace(suffix.begin(), suffix.end(), ' ', '-');
+      const fs::path console = request.run_dir / ("ctest-" + preset + suffix + ".log");
+      auto failure = run_ctest(request, View::tests, argv, "tests (" + preset + (part.empty() ? "" : ", " + part) + ")",
+                               candidate_folder(request) / ("junit-" + preset + suffix + ".xml"), console, group,
+                               preset, test_deadline, facts.tests);
+      for (auto& refusal : sandbox_refusals(console)) facts.sandbox_refusals.push_back(std::move(refusal));
+      if (failure) facts.stage_failure = failure;
+      return !failure;
+    };
+    // The judge's turn: its build and the goldens must be as recorded, its folder the driver's,
+    // its instructions the driver's own (written again before each group of judges, since the
+    // candidate's tests ran in between).
+    const auto judge_unchanged = [&]() {
+      const fs::path judge_build = request.judge_source_dir / lane.build_dir;
+      for (const auto& change :
+           describe_changes(request.judge_files, hash_folder(judge_build, build_bookkeeping()), "judge build: "))
+        facts.rejections.push_back("the judge changed during the run: " + change);
+      for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
+        facts.rejections.push_back("the goldens changed during the run: " + change);
+      return facts.rejections.empty();
+    };
+    const auto run_judges = [&](const std::vector<SelectedTest>& group, const std::string& kind) {
+      if (group.empty()) return true;
+      if (!judge_unchanged()) return false;
+      fs::create_directories(judge_folder(request));
+      std::error_code ignored;
+      for (const auto& test : group) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
+      write_judge_instructions(request);
+      const bool split = !quality_judges.empty() && !performance_judges.empty();
+      const std::string suffix = split && kind == "performance" ? "-performance" : "";
+      const std::string stage = "judge (" + preset + (split ? ", " + kind : "") + ")";
+      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(group), "-FA", ".*"};
       if (auto failure = run_ctest(request, View::judge, argv, stage,
                                    judge_folder(request) / ("junit-" + preset + suffix + ".xml"),
-                                   judge_folder(request) / ("ctest-" + preset + suffix + ".log"), *group, preset,
+                                   judge_folder(request) / ("ctest-" + preset + suffix + ".log"), group, preset,
                                    test_deadline, facts.tests)) {
         facts.stage_failure = failure;
-        return facts;
+        return false;
       }
-      auto reports = read_reports(request, *group);
+      auto reports = read_reports(request, group);
       facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
+      return true;
+    };
+
+    // Without quality gates in the preset, every candidate test runs at once, as one part.
+    if (quality_judges.empty()) {
+      other_tests.insert(other_tests.begin(), gate_inputs.begin(), gate_inputs.end());
+      gate_inputs.clear();
     }
+    if (!run_candidate(gate_inputs, other_tests.empty() ? "" : "gate inputs")) return facts;
+    if (!run_judges(quality_judges, "quality")) return facts;
+    if (quality_failed(facts)) {
+      // Decided: DISCARD-QUALITY. The other tests and the performance gate would not change it.
+      if (!other_tests.empty()) {
+        facts.skipped_presets.push_back(preset + " (its other tests: " + test_names(other_tests) + ")");
+        progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n"
+                          << std::flush;
+      }
+      if (!performance_judges.empty()) facts.skipped_presets.push_back(preset + " (its performance gate)");
+      continue;
+    }
+    if (!run_candidate(other_tests, gate_inputs.empty() ? "" : "other")) return facts;
+    if (!run_judges(performance_judges, "performance")) return facts;
   }
   return facts;
 }

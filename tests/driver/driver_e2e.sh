@@ -126,6 +126,10 @@ expect_row 3 DISCARD-QUALITY exact "$BROKEN"
 RUN=$(run_dir_of 3)
 expect_report "$RUN/judge/quality/gates/quality_output.json" false
 expect_report "$RUN/judge/quality/gates/critical_case_zero.json" false
+# The renders and the quality gates ran first; the decided discard left the unit test unrun.
+expect_text "not run after the quality failure: test preset fixture (its other tests: unit_work)"
+[ -f "$RUN/ctest-fixture-gate-inputs.log" ] || fail "no log of the gate inputs' run (ctest-fixture-gate-inputs.log)"
+[ ! -e "$RUN/ctest-fixture-other.log" ] || fail "the other tests ran after the quality gates had failed"
 
 step "a slower change -> DISCARD-PERFORMANCE"
 set_plan 30

@@ -280,12 +280,14 @@ COMMAND=(baseline)
 chain baseline KEEP start@0 environment.json@0 judge-configure.log@0.1 judge-build.log@0.3 \
   best-configure.log@0 best-build.log@0.3! best-build.log@0.8 best-build.log@1.5 baseline-configure.log@0.1 \
   baseline-build.log@0.4! baseline-build.log@1.1 baseline-build.log@1.8 record-baseline.log@0 tests-fixture.log@0 \
-  ctest-fixture.log@0.05! judge/perf-request.json@0 judge/ctest-fixture.log@0.05 tests-fixture-perf.log@0 \
+  ctest-fixture-gate-inputs.log@0.05! judge/perf-request.json@0 judge/ctest-fixture.log@0.05 \
+  ctest-fixture-other.log@0.05 tests-fixture-perf.log@0 \
   judge/ctest-fixture-perf.log@0.1! judge/gates/perf-gate.log@0.5 judge/gates/perf-gate.log@2 run.json@0
 
 # experiment POINTS...: an experiment's kill points, stage by stage (the best's rebuild after a KEEP).
 EXPERIMENT_POINTS=(start@0.05 environment.json@0 configure.log@0.1! build.log@0.2 build.log@0.8 tests-fixture.log@0
-  ctest-fixture.log@0.05 judge/perf-request.json@0! judge/ctest-fixture.log@0.02 tests-fixture-perf.log@0
+  ctest-fixture-gate-inputs.log@0.05 judge/perf-request.json@0! judge/ctest-fixture.log@0.02
+  ctest-fixture-other.log@0.05! tests-fixture-perf.log@0
   judge/ctest-fixture-perf.log@0.2 judge/gates/perf-gate.log@1! run.json@0.003 run.json@0)
 # vary MS: a faster or slower plan and a rebuilt engine (a comment in work.cpp), committed.
 vary() {
@@ -303,7 +305,8 @@ set_engine 4
 vary 16
 COMMAND=(experiment --classification exact --description "engine broken")
 chain discard-quality DISCARD-QUALITY start@0 best-configure.log@0 best-build.log@0.3! best-build.log@0.8 \
-  configure.log@0 build.log@0.4 tests-fixture.log@0! ctest-fixture.log@0.05 judge/ctest-fixture.log@0 run.json@0
+  configure.log@0 build.log@0.4 tests-fixture.log@0! ctest-fixture-gate-inputs.log@0.05 judge/ctest-fixture.log@0 \
+  run.json@0
 
 vary 13
 COMMAND=(experiment --classification exact --description "plan 13")
