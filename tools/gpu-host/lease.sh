@@ -246,18 +246,23 @@ stage_figures() {
   if want cold; then
     # The model load: spawn to the first sampling step, with its phases (one step, so the rest
     # of the image costs little), for the seeded random default and for a safetensors file
-    # (LEASE_COLD_WEIGHTS, else torch_reference's random DiT-XL/2 weights saved at fp32).
+    # (LEASE_COLD_WEIGHTS, else torch_reference's random DiT-XL/2 weights saved at fp32;
+    # LEASE_COLD_FILE=0: the random default only).
     "$build/bench/bench_cold_start" --steps=1 --benchmark_repetitions=3 \
       --benchmark_out="$f/bench_cold_start.json" >"$f/bench_cold_start.txt" 2>&1 || status=1
     local cold_weights=${LEASE_COLD_WEIGHTS:-$work/checkpoints/cold-xl2-256-fp32.safetensors}
-    if [ ! -f "$cold_weights" ]; then
+    if [ "${LEASE_COLD_FILE:-1}" = 0 ]; then
+      :  # the random default only
+    elif [ ! -f "$cold_weights" ]; then
       mkdir -p "$(dirname "$cold_weights")"
       python3 -c 'import sys; sys.path.insert(0, "bench"); import torch_reference as t, safetensors.torch as s
 s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}, sys.argv[1])' "$cold_weights" \
         >"$f/cold-weights.log" 2>&1 || status=1
     fi
-    "$build/bench/bench_cold_start" --steps=1 --weights="$cold_weights" --benchmark_repetitions=3 \
-      --benchmark_out="$f/bench_cold_start_file.json" >"$f/bench_cold_start_file.txt" 2>&1 || status=1
+    if [ "${LEASE_COLD_FILE:-1}" != 0 ]; then
+      "$build/bench/bench_cold_start" --steps=1 --weights="$cold_weights" --benchmark_repetitions=3 \
+        --benchmark_out="$f/bench_cold_start_file.json" >"$f/bench_cold_start_file.txt" 2>&1 || status=1
+    fi
   fi
   if want vae; then
     "$build/bench/bench_vae" --benchmark_repetitions=5 --benchmark_out="$f/bench_vae.json" >"$f/bench_vae.txt" 2>&1 \
