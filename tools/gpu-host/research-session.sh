@@ -161,7 +161,7 @@ printf 'step\tname\tcommit\tstatus\texit_code\tapply_s\tdriver_s\ttotal_s\tstage
 # preset skipped after a failed quality gate as name=skipped)
 stages_of() {
   # (Drivers before 2026-12-01 left no space after a name of 22 characters or more.)
-  sed -nE -e 's/^  ([a-z][a-zA-Z0-9 _.:()-]*[a-zA-Z0-9)]) *(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' \
+  sed -nE -e 's/^  ([a-z][a-zA-Z0-9 _.:(),-]*[a-zA-Z0-9)]) *(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' \
     -e 's/^  (tests \([^)]*\)) *skipped.*/\1=skipped/p' "$1" | tr ' ' '_' | paste -sd';' -
 }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
