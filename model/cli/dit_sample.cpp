@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <limits>
 #include <map>
 #include <optional>
@@ -374,6 +375,21 @@ int run(const Options& o) {
   if (!o.vae_weights_path.empty())
     hashes.vae = checked_sha256("--vae-weights", o.vae_weights_path, o.vae_weights_sha256);
   phases.mark("hash");
+  // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run;
+  // it is made on a helper thread beside the DiT (their loads share nothing but the device).
+  const std::string vae_name = forward_only ? "none" : resolve_vae(o, config);
+  if (vae_name == "none" && !o.vae_weights_path.empty() && !forward_only)
+    throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
+  std::future<std::unique_ptr<dit::VaeDecoder>> vae_loading;
+  if (vae_name != "none") {
+    vae_loading = std::async(std::launch::async, [&o, &vae_name, backend, precision] {
+      const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
+      const dit::VaeWeights weights = o.vae_weights_path.empty()
+                                          ? dit::VaeWeights::random(vae_config, o.weights_seed)
+                                          : dit::VaeWeights::load(o.vae_weights_path, vae_config);
+      return dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
+    });
+  }
   std::unique_ptr<dit::DitModel> model;
   if (o.random_weights) {  // drawn where the model keeps them (on the device for cuda)
     phases.mark("dit_weights");
@@ -386,18 +402,10 @@ int run(const Options& o) {
     phases.mark("dit_model");
   }
   if (forward_only) return forward_to_file(o, *model, hashes.dit);
-  // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run.
-  const std::string vae_name = resolve_vae(o, config);
-  if (vae_name == "none" && !o.vae_weights_path.empty())
-    throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
   std::unique_ptr<dit::VaeDecoder> vae;
-  if (vae_name != "none") {
-    const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
-    const dit::VaeWeights weights = o.vae_weights_path.empty() ? dit::VaeWeights::random(vae_config, o.weights_seed)
-                                                               : dit::VaeWeights::load(o.vae_weights_path, vae_config);
-    phases.mark("vae_weights");
-    vae = dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
-    phases.mark("vae_model");
+  if (vae_loading.valid()) {
+    vae = vae_loading.get();
+    phases.mark("vae");  // what the VAE's load adds after the DiT's
   }
   std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s, VAE %s\n",
                config.name.c_str(), static_cast<long long>(config.parameter_count()), request.class_labels.size(),
