@@ -39,3 +39,9 @@ fi
 [ "$main_tests" -eq 0 ] || { echo "the $main tests failed (exit $main_tests)"; exit "$main_tests"; }
 ctest --preset "$sanitized"
 cmake --workflow --preset fuzz
+# Every test preset run here wrote its JUnit where CMakePresets.json says (<build>/junit/<test
+# preset>.xml), as a CI pipeline publishing them expects.
+for junit in "build/$main/junit/$main.xml" "build/$sanitized_configure/junit/$sanitized.xml" build/fuzz/junit/fuzz.xml; do
+  [ -s "$junit" ] || { echo "no JUnit file at $junit after its test preset ran"; exit 1; }
+  echo "JUnit: $junit"
+done
