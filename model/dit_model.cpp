@@ -46,7 +46,7 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
 #if DIT_WITH_CUDA
       return make_cuda_model(config, weights, precision, options);
 #else
-      break;  // check_backend has thrown
+      break;                                                                                // check_backend has thrown
 #endif
   }
   throw Error(ErrorKind::invalid_argument, "unknown backend");
@@ -54,20 +54,17 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
 
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const RandomDitWeights& weights,
                                      Precision precision, const EngineOptions& options) {
-  check_backend(backend, precision);
   check_random_weights(weights);
+  // Only the CUDA backend draws them itself; every other one takes them made on the host.
+  if (backend != Backend::cuda)
+    return make_model(backend, config, DitWeights::random(config, weights.seed, weights.std), precision, options);
+  check_backend(backend, precision);
   check_engine_options(backend, precision, config.num_heads > 0 ? config.head_dim() : 0, options);
-  switch (backend) {
-    case Backend::cpu:
-      return make_model(backend, config, DitWeights::random(config, weights.seed, weights.std), precision, options);
-    case Backend::cuda:
 #if DIT_WITH_CUDA
-      return make_cuda_model(config, weights, precision, options);
+  return make_cuda_model(config, weights, precision, options);
 #else
-      break;  // check_backend has thrown
+  throw Error(ErrorKind::device, "the cuda backend is not available: built without CUDA");  // check_backend has thrown
 #endif
-  }
-  throw Error(ErrorKind::invalid_argument, "unknown backend");
 }
 
 }  // namespace dit

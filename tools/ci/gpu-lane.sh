@@ -29,7 +29,7 @@ test_presets=$(echo "$lane_facts" | sed 1d)
 # Each test preset writes <build>/junit/<preset>.xml (CMakePresets.json, preset `common`): clear
 # them, and the benchmark JSON, so that only this run's files are copied.
 for preset in $test_presets; do rm -f "$build_dir/junit/$preset.xml"; done
-rm -rf "$build_dir/bench-results"
+rm -rf "$build_dir/bench-results" "$build_dir/perf-gate/$lane"
 
 status=0
 cmake --workflow --preset "$lane" || status=$?
@@ -54,6 +54,13 @@ for folder in "$build_dir/bench-results" "${DIT_OUTPUT_DIR:+$DIT_OUTPUT_DIR/benc
       bench="$bench ${file##*/}"
     fi
   done
+done
+# perf_gate outside dit-ar measures the lane's objective once: <build>/perf-gate/<lane>/.
+for file in measurement.json benchmark.json; do
+  if [ -f "$build_dir/perf-gate/$lane/$file" ]; then
+    cp "$build_dir/perf-gate/$lane/$file" "$artifacts/bench/perf-gate-$file"
+    bench="$bench perf-gate-$file"
+  fi
 done
 if [ -f "$build_dir/Testing/Temporary/LastTest.log" ]; then
   cp "$build_dir/Testing/Temporary/LastTest.log" "$artifacts/logs/"
