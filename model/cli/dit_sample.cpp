@@ -242,6 +242,11 @@ class PhaseTimes {
     phases_.emplace_back(phase, milliseconds(last_, now));
     last_ = now;
   }
+  // Work done on another thread beside the phases (the VAE's weights and decoder): its own
+  // duration, reported apart (it overlaps the phases, so it is not one of them).
+  void overlapped(const char* work, Clock::time_point start, Clock::time_point end) {
+    overlapped_.emplace_back(work, milliseconds(start, end));
+  }
   // The first sampling step is done: the model is ready.
   void ready() {
     if (ready_ms_ >= 0) return;
@@ -252,8 +257,11 @@ class PhaseTimes {
     if (path.empty()) return;
     nlohmann::json phases = nlohmann::json::array();  // in the order they ran
     for (const auto& [name, ms] : phases_) phases.push_back({{"phase", name}, {"ms", ms}});
+    nlohmann::json overlapped = nlohmann::json::array();
+    for (const auto& [name, ms] : overlapped_) overlapped.push_back({{"work", name}, {"ms", ms}});
     dit::write_json_atomic(path, {{"zero", from_spawn_ ? "spawn" : "main"},
                                   {"phases", phases},
+                                  {"overlapped", overlapped},
                                   {"ready_ms", ready_ms_},
                                   {"total_ms", milliseconds(zero_, Clock::now())}});
   }
@@ -266,6 +274,7 @@ class PhaseTimes {
   bool from_spawn_ = false;
   double ready_ms_ = -1;
   std::vector<std::pair<std::string, double>> phases_;
+  std::vector<std::pair<std::string, double>> overlapped_;
 };
 
 std::string resolve_vae(const Options& o, const dit::ModelConfig& config) {
@@ -382,12 +391,18 @@ int run(const Options& o) {
     throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
   std::future<std::unique_ptr<dit::VaeDecoder>> vae_loading;
   if (vae_name != "none") {
-    vae_loading = std::async(std::launch::async, [&o, &vae_name, backend, precision] {
+    vae_loading = std::async(std::launch::async, [&o, &vae_name, &phases, backend, precision] {
+      const auto start = PhaseTimes::Clock::now();
       const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
       const dit::VaeWeights weights = o.vae_weights_path.empty()
                                           ? dit::VaeWeights::random(vae_config, o.weights_seed)
                                           : dit::VaeWeights::load(o.vae_weights_path, vae_config);
-      return dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
+      const auto made = PhaseTimes::Clock::now();
+      auto decoder = dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
+      // Recorded here, read by the main thread only after get(): no concurrent access.
+      phases.overlapped("vae_weights", start, made);
+      phases.overlapped("vae_decoder", made, PhaseTimes::Clock::now());
+      return decoder;
     });
   }
   std::unique_ptr<dit::DitModel> model;

@@ -108,11 +108,34 @@ TEST_F(DitSample, PhaseTimesAddUpToTheFirstStep) {
                                       "dit_model", "setup",         "first_step"};
     if (from_spawn) expected.insert(expected.begin(), "process");
     EXPECT_EQ(names, expected);
+    // Work beside the phases (the VAE's, on its own thread) is listed apart: none without a VAE.
+    ASSERT_TRUE(times["overlapped"].is_array());
+    EXPECT_TRUE(times["overlapped"].empty());
     const double ready = times["ready_ms"].get<double>();
     EXPECT_NEAR(sum, ready, 1e-6 * ready + 1e-3);
     EXPECT_GT(ready, 0.0);
     EXPECT_LE(ready, times["total_ms"].get<double>());
   }
+}
+
+// With a VAE, its weights and decoder are made on a thread beside the DiT's load: the phase `vae`
+// is what that adds after the DiT, and the thread's own two parts are listed apart.
+TEST_F(DitSample, PhaseTimesListTheVaeMadeBesideTheDit) {
+  const std::filesystem::path phases_path = out_dir / "phases.json";
+  const ProcessResult run =
+      run_dit_sample("--model DiT-S/8 --random-weights --class 1 --steps 1 --sampler ddim --vae tiny --phase-times " +
+                     phases_path.string() + " --out " + out_dir.string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
+  std::vector<std::string> names, overlapped;
+  for (const auto& phase : times["phases"]) names.push_back(phase["phase"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "dit_weights", "dit_model", "vae",
+                                             "setup", "first_step"}));
+  for (const auto& work : times["overlapped"]) {
+    overlapped.push_back(work["work"]);
+    EXPECT_GE(work["ms"].get<double>(), 0.0) << work.dump();
+  }
+  EXPECT_EQ(overlapped, (std::vector<std::string>{"vae_weights", "vae_decoder"}));
 }
 
 // diffusers' own layout (transformer/diffusion_pytorch_model.safetensors with its config.json
