@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <iomanip>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -45,6 +48,79 @@ void report_stage(const RunRequest& request, const std::string& stage, const Pro
                     << (result.succeeded() ? "" : "  (" + result.describe() + ")") << "\n"
                     << std::flush;
 }
+
+// The last line of a log, readable: at most 120 characters of its last non-empty line, terminal
+// colour sequences removed; empty when the file cannot be read.
+std::string last_log_line(const fs::path& log) {
+  std::ifstream file(log, std::ios::binary | std::ios::ate);
+  if (!file) return "";
+  const std::streamoff size = file.tellg();
+  const std::streamoff start = std::max<std::streamoff>(0, size - 4096);
+  file.seekg(start);
+  std::string tail(static_cast<size_t>(size - start), '\0');
+  file.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  const size_t end = tail.find_last_not_of("\r\n \t");
+  if (end == std::string::npos) return "";
+  const size_t newline = tail.find_last_of("\r\n", end);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  std::string line;
+  for (size_t i = begin; i <= end; ++i) {
+    if (tail[i] == '\x1b' && i + 1 <= end && tail[i + 1] == '[') {  // CSI ... final byte
+      i += 2;
+      while (i <= end && (static_cast<unsigned char>(tail[i]) < 0x40 || static_cast<unsigned char>(tail[i]) > 0x7e))
+        ++i;
+      continue;
+    }
+    if (static_cast<unsigned char>(tail[i]) >= 0x20) line += tail[i];
+  }
+  return line.size() > 120 ? line.substr(0, 117) + "..." : line;
+}
+
+// While a stage runs, every request.heartbeat_seconds a progress line saying how long it has run
+// and the last line of the most recently written of its logs (ninja's "[123/309] Building ...",
+// ctest's "12/40 Test #5: ...", the performance gate's rounds), so no long stage is silent. The
+// stage's own result line follows when it ends, as before.
+class Heartbeat {
+ public:
+  Heartbeat(const RunRequest& request, std::string stage, std::vector<fs::path> logs) {
+    if (!request.progress || request.heartbeat_seconds <= 0) return;
+    thread_ = std::thread([this, &request, stage = std::move(stage), logs = std::move(logs)] {
+      const auto started = std::chrono::steady_clock::now();
+      std::unique_lock lock(mutex_);
+      while (!cv_.wait_for(lock, std::chrono::seconds(request.heartbeat_seconds), [this] { return stop_; })) {
+        const fs::path* newest = nullptr;
+        fs::file_time_type newest_time{};
+        for (const auto& log : logs) {
+          std::error_code error;
+          const auto time = fs::last_write_time(log, error);
+          if (!error && (!newest || time > newest_time)) newest = &log, newest_time = time;
+        }
+        const auto seconds =
+            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+        const std::string last = newest ? last_log_line(*newest) : "";
+        *request.progress << stage_column(stage) << "running " << seconds << " s" << (last.empty() ? "" : ": " + last)
+                          << "\n"
+                          << std::flush;
+      }
+    });
+  }
+  ~Heartbeat() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
 
 // Which view a stage runs in.
 enum class View {
@@ -213,7 +289,12 @@ std::optional<std::string> run_ctest(const RunRequest& request, View view, std::
                                      std::chrono::steady_clock::time_point deadline, std::vector<TestResult>& into) {
   auto left = std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now());
   argv.insert(argv.end(), {"--output-junit", junit.string()});
-  ProcessResult tested = run_stage(request, view, argv, console, static_cast<int>(std::max<long>(1, left.count())));
+  std::vector<fs::path> logs{console};
+  if (view == View::judge) logs.push_back(judge_folder(request) / "gates" / "perf-gate.log");
+  ProcessResult tested = [&] {
+    Heartbeat heartbeat(request, stage, logs);
+    return run_stage(request, view, argv, console, static_cast<int>(std::max<long>(1, left.count())));
+  }();
   report_stage(request, stage, tested);
   if (tested.timed_out || tested.signal != 0 || !tested.started) return stage_failure(stage, tested, console);
   // A non-zero exit only means some test failed; the JUnit file says which.
@@ -335,8 +416,11 @@ std::optional<std::string> configure_and_build(const RunRequest& request, const 
   if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
   mark_configured(build_folder(request));
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
-  ProcessResult build = run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
-                                  config.timeouts.build);
+  ProcessResult build = [&] {
+    Heartbeat heartbeat(request, log_prefix + "build", {build_log});
+    return run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
+                     config.timeouts.build);
+  }();
   report_stage(request, log_prefix + "build", build);
   return stage_failure(log_prefix + "build", build, build_log);
 }
@@ -355,7 +439,10 @@ std::optional<std::string> configure_and_build_judge(const RunRequest& request) 
   std::vector<std::string> build{"cmake", "--build", judge_build.string(), "--target"};
   build.insert(build.end(), config.judge.targets.begin(), config.judge.targets.end());
   fs::path build_log = request.run_dir / "judge-build.log";
-  ProcessResult built = run_stage(request, View::judge_build, build, build_log, config.timeouts.build);
+  ProcessResult built = [&] {
+    Heartbeat heartbeat(request, "judge build", {build_log});
+    return run_stage(request, View::judge_build, build, build_log, config.timeouts.build);
+  }();
   report_stage(request, "judge build", built);
   return stage_failure("judge build", built, build_log);
 }

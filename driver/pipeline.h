@@ -39,7 +39,10 @@ struct RunRequest {
   double min_improvement_percent = 0.0;       // the effective one, given to the performance gate
   // Per test preset, the baseline's test-set signature; absent while recording the baseline.
   std::optional<nlohmann::json> test_signature;
-  std::ostream* progress = nullptr;                 // one line per stage
+  std::ostream* progress = nullptr;  // one line per stage
+  // While a stage runs longer, a line this often (0: never) with its log's last line: build
+  // steps, tests done of total, the performance gate's rounds.
+  int heartbeat_seconds = 15;
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json
   bool already_built = false;                       // run_commit skips configure and build
   // Whether the build may read the shared compiler cache (ccache, read-only for every tree). The

@@ -1,6 +1,7 @@
 // Shared session plumbing for init, baseline, experiment, status and summary.
 #include "driver/session.h"
 
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -203,6 +204,14 @@ RunRequest session_run_request(const SessionContext& context, const Lane& lane, 
     if (baseline.contains("test_signature")) request.test_signature = baseline["test_signature"];
   }
   request.progress = &progress;
+  // DIT_AR_HEARTBEAT_SECONDS: how often a long stage reports (a whole number, 0 for never).
+  if (const char* heartbeat = std::getenv("DIT_AR_HEARTBEAT_SECONDS"); heartbeat && *heartbeat) {
+    const std::string text = heartbeat;
+    if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+      throw Error(ErrorKind::invalid_argument,
+                  "DIT_AR_HEARTBEAT_SECONDS must be a whole number of seconds (0: never), got '" + text + "'");
+    request.heartbeat_seconds = std::stoi(text);
+  }
   request.on_child = [&state, &inflight](int process_group) {
     inflight["process_group"] = process_group;
     state.store_inflight(inflight);

@@ -91,10 +91,13 @@ step "a faster exact change -> KEEP"
 set_plan 15
 commit_change "Halve the work loop's memory traffic"
 FAST=$(head_sha)
-ar keep experiment --classification exact --description "halve memory traffic"
+DIT_AR_HEARTBEAT_SECONDS=1 ar keep experiment --classification exact --description "halve memory traffic"
 expect_rc 0
 expect_line "status: KEEP"
 expect_line "commit: $FAST"
+# A stage that runs longer than the heartbeat (the performance gate's rounds here) reports while
+# it runs: its time so far and its log's last line.
+expect_line_re "  judge \(fixture-perf\) +running [0-9]+ s(: .+)?"
 expect_line_re "objective: BM_Fixture \(ms, lower is better\) 1[5-9](\.[0-9]+)? ms \(best before 3[0-9](\.[0-9]+)?, [0-9.]+% improvement, p=[0-9.e+-]+\)"
 expect_line "quality: 3/3 quality tests passed"
 expect_line "best: $FAST"
