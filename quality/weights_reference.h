@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/checkpoint_hash.h"
 #include "core/sha256.h"
 
 namespace dit::quality {
@@ -58,7 +59,8 @@ inline WeightsReference weights_reference_from_json(const nlohmann::json& value,
 }
 
 // What is wrong with the file `reference` names, or empty: it is missing or unreadable, or its
-// sha256 (the file streamed through SHA-256, never read whole) is not the expected one. The
+// sha256 (the file streamed through SHA-256, never read whole; remembered per file identity,
+// core/checkpoint_hash.h) is not the expected one. The
 // problem names the file, the expected hash and, when the file could be read, the actual one.
 inline std::string weights_file_problem(const WeightsReference& reference) {
   std::error_code error;
@@ -66,7 +68,7 @@ inline std::string weights_file_problem(const WeightsReference& reference) {
     return "weights file " + reference.path + " does not exist (expected sha256 " + reference.sha256 + ")";
   std::string actual;
   try {
-    actual = sha256_file(reference.path);
+    actual = remembered_sha256_file(reference.path);  // read again only when the file changed
   } catch (const Error& failure) {
     return "weights file " + reference.path + " cannot be read (" + failure.what() + "; expected sha256 " +
            reference.sha256 + ")";

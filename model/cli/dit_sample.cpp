@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "model/dit_model.h"
+#include "core/checkpoint_hash.h"
 #include "core/ctest_gpu.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -282,10 +283,11 @@ std::string resolve_vae(const Options& o, const dit::ModelConfig& config) {
   return config.input_size * 8 >= 256 ? "sd" : "tiny";
 }
 
-// The sha256 of the checkpoint at `path` (streamed, not read whole), which must equal `expected`
-// (either case) when one is given; `option` names the option in the error.
+// The sha256 of the checkpoint at `path` (streamed, not read whole; remembered per file identity,
+// core/checkpoint_hash.h), which must equal `expected` (either case) when one is given; `option`
+// names the option in the error.
 std::string checked_sha256(const std::string& option, const std::string& path, const std::string& expected) {
-  const std::string actual = dit::sha256_file(path);
+  const std::string actual = dit::remembered_sha256_file(path);  // read again only when the file changed
   std::string wanted = expected;
   for (char& c : wanted) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!wanted.empty() && actual != wanted)
