@@ -71,9 +71,9 @@ std::string remembered_sha256_file(const std::string& path, const std::optional<
   }
   const std::string sha256 = sha256_file(path);
   const std::optional<Identity> after = identity_of(path);
-  const auto modified = std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(
-          before ? before->modified_ns : 0)));
+  const auto modified =
+      std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::nanoseconds(before ? before->modified_ns : 0)));
   // Recorded only for a file that did not change while it was read and had been still for 2 s.
   if (!record.empty() && after && to_json(*after) == to_json(*before) && started - modified > std::chrono::seconds(2)) {
     try {
