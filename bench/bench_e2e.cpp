@@ -195,8 +195,8 @@ Prepared& prepare(Work work, int image_size, int images) {
   if (const auto found = prepared.find(key); found != prepared.end()) return found->second;
   Prepared p;
   std::optional<dit::bench::DeviceMemoryMonitor> monitor(std::in_place);
-  // The VAE (weights on the host, cuDNN plans) is made beside the DiT's load: the load every
-  // performance-gate process pays before its first image.
+  // The VAE (its weights made on the host, its library handles and upload) is made beside the
+  // DiT's load: the load every performance-gate process pays before its first image.
   std::future<dit::VaeDecoder*> vae_loading = std::async(std::launch::async, [] { return &vae(); });
   dit::DitModel& model = models().get(image_size);
   vae_loading.get();

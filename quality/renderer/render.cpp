@@ -95,7 +95,8 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   if (c.class_label >= loaded->config.num_classes)
     case_error(c, "class_label " + std::to_string(c.class_label) + " is not below the model's " +
                       std::to_string(loaded->config.num_classes) + " classes");
-  // The VAE (weights on the host, cuDNN plans) is made on a helper thread beside the DiT's load.
+  // The VAE (its weights made on the host, its library handles and upload) is made on a helper
+  // thread beside the DiT's load.
   std::future<std::unique_ptr<VaeDecoder>> vae_loading =
       std::async(std::launch::async, [this, &vae_config, seed = c.weights_seed] {
         return make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, seed),
