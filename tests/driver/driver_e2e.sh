@@ -142,7 +142,9 @@ ar slow experiment --classification exact --description "unroll by four"
 expect_rc 3
 expect_line "status: DISCARD-PERFORMANCE"
 expect_line "quality: 3/3 quality tests passed"
-expect_text_re "median regressed (9[0-9]|1[0-9][0-9])(\.[0-9]+)?%"
+# The plans are 15 and 30 ms; the measured times carry the machine's overhead (the KEEP above
+# allows 14.9 to 19 ms), so the regression shows as anything from about 58% to 100%.
+expect_text_re "median regressed ([5-9][0-9]|1[0-9][0-9])(\.[0-9]+)?%"
 expect_discarded "$SLOW" "$FAST"
 expect_row 4 DISCARD-PERFORMANCE exact "$SLOW"
 expect_report "$(run_dir_of 4)/judge/gates/performance.json" false
