@@ -3,7 +3,9 @@
 // baseline and the performance gate as an A/A comparison, then fixes the session's facts:
 // the gate set, the baseline performance, the measured noise (raising the lane minimum when
 // it is below twice the noise). The baseline commit becomes the best.
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -28,7 +30,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::optional<std::string> record_baseline_outputs(const SessionContext& context, const Lane& lane,
-                                                   const RunRequest& request, std::ostream& progress) {
+                                                   const RunRequest& request, ProgressReporter& progress) {
   std::map<std::string, std::string> values{{"source_dir", request.source_dir.string()},
                                             {"build_dir", (request.source_dir / lane.build_dir).string()},
                                             {"judge_build_dir", (request.judge_source_dir / lane.build_dir).string()},
@@ -47,9 +49,12 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
     options.log_path = log;
     options.timeout = std::chrono::seconds(context.config.timeouts.record_baseline);
     options.on_start = request.on_child;
+    progress.stage_started("record baseline");
     ProcessResult result = run_process(options);
-    progress << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << result.seconds << " s  "
-             << options.argv.front() << "\n";
+    std::ostringstream line;
+    line << "  record baseline        " << (result.succeeded() ? "ok    " : "FAILED ") << std::fixed
+         << std::setprecision(1) << result.seconds << " s  " << options.argv.front();
+    progress.stage_finished("record baseline", "", result, line.str());
     if (!result.succeeded()) {
       return "recording the baseline (" + options.argv.front() + ") " + result.describe() + "; see " + log.string();
     }
@@ -59,6 +64,10 @@ std::optional<std::string> record_baseline_outputs(const SessionContext& context
 
 // `place` is set once the run has a folder.
 int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
+  // Text progress goes to stderr under --json, where stdout carries only the JSON document;
+  // --progress=json's events go to stdout, the decision last.
+  ProgressReporter progress(parse_progress_format(options.progress).value_or(ProgressFormat::text),
+                            options.json ? std::cerr : std::cout, std::cout, std::cerr);
   SessionContext context = open_session_context(options);
   nlohmann::json session = context.state.load_session();
   const Lane& lane = context.config.lane(session.at("lane"));
@@ -98,16 +107,15 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   place = RunPlace{run_dir, context.state.root()};
-  // With --json, stdout carries only the JSON document; progress goes to stderr.
-  std::ostream& progress = options.json ? std::cerr : std::cout;
-  progress << "dit-ar baseline " << short_id(head) << " (lane " << lane.name << ", on " << record.gpu << ")\n";
+  progress.run_started({{"command", "baseline"}, {"commit", head}, {"lane", lane.name}, {"gpu", record.gpu}},
+                       "dit-ar baseline " + short_id(head) + " (lane " + lane.name + ", on " + record.gpu + ")");
   // No baseline is recorded in the session, so whatever the folder holds is what an earlier,
   // failed baseline left (part of the goldens): kept in this run's folder, so that recording
   // them again is not refused and nothing is lost.
   if (fs::exists(context.state.baseline_dir()) && !fs::is_empty(context.state.baseline_dir())) {
     const fs::path aside = run_dir / "earlier-baseline";
     fs::rename(context.state.baseline_dir(), aside);
-    progress << "  the goldens an earlier, failed baseline left were moved to " << aside.string() << "\n";
+    progress.note("  the goldens an earlier, failed baseline left were moved to " + aside.string());
   }
   fs::create_directories(context.state.baseline_dir());
 
@@ -215,10 +223,12 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
 
-  if (!options.json) {
-    progress << "\nbaseline: " << (record.status == Status::keep ? "recorded" : "FAILED") << "\n";
-    for (const auto& reason : record.reasons) progress << "  - " << reason << "\n";
-    for (const auto& warning : warnings) progress << "warning: " << warning << "\n";
+  // The readable report (part of it under --progress=none too); under --progress=json the
+  // decision event alone, printed once, whatever --json says.
+  if (!options.json && !progress.json()) {
+    std::cout << "\nbaseline: " << (record.status == Status::keep ? "recorded" : "FAILED") << "\n";
+    for (const auto& reason : record.reasons) std::cout << "  - " << reason << "\n";
+    for (const auto& warning : warnings) std::cout << "warning: " << warning << "\n";
   }
   Fields fields{{"status", to_string(record.status)},
                 {"commit", head},
@@ -235,11 +245,14 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
   for (const auto& warning : warnings) fields.push_back({"warning", warning});
-  print_result_block(std::cout, fields, options.json,
-                     {{"reasons", record.reasons},
-                      {"exit_code", exit_code(record.status)},
-                      {"record", record.to_json()},
-                      {"warnings", warnings}});
+  const nlohmann::json extra{{"reasons", record.reasons},
+                             {"exit_code", exit_code(record.status)},
+                             {"record", record.to_json()},
+                             {"warnings", warnings}};
+  if (progress.json())
+    progress.decision(result_document(fields, extra));
+  else
+    print_result_block(std::cout, fields, options.json, extra);
   return exit_code(record.status);
 }
 
@@ -252,6 +265,7 @@ void add_baseline_command(CLI::App& app, CommonOptions& options) {
       "the baseline performance and the A/A measurement noise. The baseline becomes the best commit. Exit 0 when "
       "recorded, else the decision's code: 3 DISCARD-QUALITY or DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED.");
   add_common_options(*command, options, true);
+  add_progress_option(*command, options);
   command->callback([&options] {
     std::optional<RunPlace> place;
     finish_with(with_file_errors_named(

@@ -2,6 +2,7 @@
 #include "driver/common_options.h"
 
 #include "driver/git_repository.h"
+#include "driver/progress.h"
 
 namespace dit::ar {
 
@@ -31,6 +32,16 @@ void add_common_options(CLI::App& command, CommonOptions& options, bool with_jso
   command.add_option("--repo", options.repository,
                      "The repository's working tree (default: discovered from the current folder)");
   if (with_json) command.add_flag("--json", options.json, "Print JSON instead of the readable report");
+}
+
+void add_progress_option(CLI::App& command, CommonOptions& options) {
+  command
+      .add_option("--progress", options.progress,
+                  "How progress is printed while the run goes: text (readable lines), json (one JSON object a "
+                  "line on stdout, the decision last, instead of the readable report), none (only the final "
+                  "report)")
+      ->check(CLI::IsMember(kProgressFormats))
+      ->capture_default_str();
 }
 
 void finish_with(int exit_code) {

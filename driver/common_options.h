@@ -15,6 +15,7 @@ struct CommonOptions {
   std::string config_path = kDefaultConfigPath;  // relative paths are taken from the repository root
   std::string repository;                        // empty: discovered upwards from the current folder
   bool json = false;                             // print JSON instead of the readable report
+  std::string progress = "text";                 // --progress of experiment and baseline (driver/progress.h)
 };
 
 // The repository's working-tree root: --repo when given, else discovered from the current
@@ -34,6 +35,9 @@ namespace dit::ar {
 
 // Adds --config, --repo (and --json when `with_json`) to a subcommand.
 void add_common_options(CLI::App& command, CommonOptions& options, bool with_json);
+
+// Adds --progress=text|json|none (driver/progress.h) to a subcommand that runs stages.
+void add_progress_option(CLI::App& command, CommonOptions& options);
 
 // Ends a subcommand callback with a non-zero exit code (CLI::RuntimeError), or returns for 0.
 void finish_with(int exit_code);

@@ -60,9 +60,10 @@ void require_one_commit_on_best(const GitRepository& repository, const std::stri
 }
 
 // `code`: what the command exits with, also in the JSON (exit_code).
-void print_report(std::ostream& out, const ExperimentRecord& record, const std::string& best_after, int code,
-                  bool json) {
-  if (!json) {
+// Under --progress=json the report is the decision event, printed once, whatever --json says.
+void print_report(std::ostream& out, ProgressReporter& progress, const ExperimentRecord& record,
+                  const std::string& best_after, int code, bool json) {
+  if (!json && !progress.json()) {
     out << "\ndecision: " << to_string(record.status) << "\n";
     for (const auto& reason : record.reasons) out << "  - " << reason << "\n";
   }
@@ -87,8 +88,11 @@ void print_report(std::ostream& out, const ExperimentRecord& record, const std::
                 {"best", best_after},
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
-  print_result_block(out, fields, json,
-                     {{"reasons", record.reasons}, {"exit_code", code}, {"record", record.to_json()}});
+  const nlohmann::json extra{{"reasons", record.reasons}, {"exit_code", code}, {"record", record.to_json()}};
+  if (progress.json())
+    progress.decision(result_document(fields, extra));
+  else
+    print_result_block(out, fields, json, extra);
 }
 
 // What makes `head` REJECTED without a build: a locked path changed, or a path outside
@@ -110,7 +114,8 @@ std::vector<std::string> scope_violations(SessionContext& context, const nlohman
 // else: no run folder, no recovery of an interrupted run (named instead), no build, no record.
 // Exit 0 when the commit would be judged, 5 when it would be REJECTED (as the real run would).
 int print_dry_run(SessionContext& context, const nlohmann::json& session, const Lane& lane,
-                  const ExperimentOptions& experiment, const std::string& best, const std::string& head, bool json) {
+                  const ExperimentOptions& experiment, const std::string& best, const std::string& head, bool json,
+                  ProgressReporter& progress) {
   GitRepository& repository = *context.repository;
   const std::vector<std::string> violations = scope_violations(context, session, best, head);
   const bool judge_intact = session.contains("judge") &&
@@ -137,14 +142,21 @@ int print_dry_run(SessionContext& context, const nlohmann::json& session, const 
     fields.push_back({"interrupted_run", "inflight.json exists: the real run recovers it first"});
   for (const auto& violation : violations) fields.push_back({"reason", violation});
   const int code = violations.empty() ? kExitKeep : exit_code(Status::rejected);
-  print_result_block(
-      std::cout, fields, json,
-      {{"reasons", violations}, {"violations", violations}, {"exit_code", code}, {"test_presets", lane.test_presets}});
+  const nlohmann::json extra{
+      {"reasons", violations}, {"violations", violations}, {"exit_code", code}, {"test_presets", lane.test_presets}};
+  if (progress.json())
+    progress.dry_run(result_document(fields, extra));
+  else
+    print_result_block(std::cout, fields, json, extra);
   return code;
 }
 
 // `place` is set once the run has a folder.
 int run_experiment(const CommonOptions& options, const ExperimentOptions& experiment, std::optional<RunPlace>& place) {
+  // Text progress goes to stderr under --json, where stdout carries only the JSON document;
+  // --progress=json's events go to stdout, the decision last.
+  ProgressReporter progress(parse_progress_format(options.progress).value_or(ProgressFormat::text),
+                            options.json ? std::cerr : std::cout, std::cout, std::cerr);
   SessionContext context = open_session_context(options);
   nlohmann::json session = context.state.load_session();
   const Lane& lane = context.config.lane(session.at("lane"));
@@ -182,7 +194,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   const std::string head = repository.head_commit();
   require_one_commit_on_best(repository, head, best);
 
-  if (experiment.dry_run) return print_dry_run(context, session, lane, experiment, best, head, options.json);
+  if (experiment.dry_run) return print_dry_run(context, session, lane, experiment, best, head, options.json, progress);
 
   ExperimentRecord record;
   record.timestamp = utc_timestamp();
@@ -198,10 +210,14 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   place = RunPlace{run_dir, context.state.root()};
 
-  // With --json, stdout carries only the JSON document; progress goes to stderr.
-  std::ostream& progress = options.json ? std::cerr : std::cout;
-  progress << "dit-ar experiment " << short_id(head) << " \"" << repository.summary(head) << "\" ("
-           << experiment.classification << ", lane " << lane.name << ", on " << record.gpu << ")\n";
+  progress.run_started({{"command", "experiment"},
+                        {"commit", head},
+                        {"summary", repository.summary(head)},
+                        {"classification", experiment.classification},
+                        {"lane", lane.name},
+                        {"gpu", record.gpu}},
+                       "dit-ar experiment " + short_id(head) + " \"" + repository.summary(head) + "\" (" +
+                           experiment.classification + ", lane " + lane.name + ", on " + record.gpu + ")");
 
   // Scope and locks are checked on the commit itself: nothing is built for a commit that
   // touches what it must not.
@@ -214,7 +230,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     context.state.store_inflight({{"phase", "recording"}, {"kind", "experiment"}, {"record", record.to_json()}});
     apply_record(repository, context.state, record);
     context.state.clear_inflight();
-    print_report(std::cout, record, best, exit_code(record.status), options.json);
+    print_report(std::cout, progress, record, best, exit_code(record.status), options.json);
     return exit_code(record.status);
   }
 
@@ -246,7 +262,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
       try {
         guard.repair(guard.check(), run_dir / "checkout-changes");
       } catch (const std::exception& repair_error) {
-        progress << "warning: after the failed run, the checks could not finish: " << repair_error.what() << "\n";
+        progress.warning(std::string("after the failed run, the checks could not finish: ") + repair_error.what());
       }
       throw;
     }
@@ -255,11 +271,11 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
     guard.repair(findings, run_dir / "checkout-changes");
     if (findings.best_changed) {
       if (auto rebuild = prepare_best_build(context, lane, best, request))
-        progress << "warning: rebuilding the best after the run changed it: " << *rebuild << "\n";
+        progress.warning("rebuilding the best after the run changed it: " + *rebuild);
     }
     if (findings.judge_changed) {
       if (auto rebuild = ensure_judge_build(context, lane, session, request))
-        progress << "warning: rebuilding the judge after the run changed it: " << *rebuild << "\n";
+        progress.warning("rebuilding the judge after the run changed it: " + *rebuild);
     }
   }
   Decision decision = decide(facts);
@@ -277,7 +293,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
   // The user's edits beside the run end it as a setup error (below), whatever the decision.
-  print_report(std::cout, record, record.status == Status::keep ? head : best,
+  print_report(std::cout, progress, record, record.status == Status::keep ? head : best,
                record.checkout_changes.empty() ? exit_code(record.status) : kExitSetupError, options.json);
   if (!record.checkout_changes.empty()) {
     std::string list;
@@ -327,6 +343,7 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
                     "objective, the judge's build), and stop: nothing is built, recorded or recovered; exit 0, or 5 "
                     "when the commit would be REJECTED");
   add_common_options(*command, options, true);
+  add_progress_option(*command, options);
   command->callback([&options, experiment] {
     std::optional<RunPlace> place;
     finish_with(with_file_errors_named(

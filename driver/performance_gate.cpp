@@ -829,6 +829,14 @@ GateReport run_performance_gate(const PerfRequest& request, const fs::path& log,
     for (const auto& reason : comparison.reasons) {
       output_reasons.push_back(reason + " (round " + std::to_string(round) + ", seed " + std::to_string(seed) + ")");
     }
+    // The running medians, for dit-ar's heartbeat (read back by read_heartbeat_detail,
+    // driver/progress.h).
+    if (!candidate_side.process_medians.empty() && !best_side.process_medians.empty()) {
+      append_to_log(log, "round " + std::to_string(round) + " done: candidate median " +
+                             format(median(candidate_side.process_medians), 6) + " " + lane.objective.unit +
+                             ", best median " + format(median(best_side.process_medians), 6) + " " +
+                             lane.objective.unit + " (" + std::to_string(round + 1) + " rounds)");
+    }
     return comparison.passed();
   };
 

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
-#include <iomanip>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -30,79 +29,38 @@ namespace {
 constexpr unsigned long long kShortOfSpaceBytes = 64ull << 20;
 constexpr unsigned long long kFullBytes = 4ull << 20;
 
-std::ostream& progress(const RunRequest& request) {
-  static std::ostream null_stream(nullptr);
-  return request.progress ? *request.progress : null_stream;
+// The request's reporter; a request without one reports nothing.
+ProgressReporter& progress(const RunRequest& request) {
+  static std::ostringstream discarded;
+  static ProgressReporter none(ProgressFormat::none, discarded, discarded, discarded);
+  return request.progress ? *request.progress : none;
 }
 
-// A stage's name padded into the progress lines' first column, with at least two spaces after it
-// (tools/gpu-host/research-session.sh reads the lines back).
-std::string stage_column(const std::string& stage) {
-  constexpr size_t kWidth = 28;
-  return "  " + stage + std::string(stage.size() + 2 > kWidth ? 2 : kWidth - stage.size(), ' ');
+void report_stage(const RunRequest& request, const std::string& stage, const std::string& preset,
+                  const ProcessResult& result) {
+  progress(request).stage_finished(stage, preset, result);
 }
 
-void report_stage(const RunRequest& request, const std::string& stage, const ProcessResult& result) {
-  progress(request) << stage_column(stage) << (result.succeeded() ? "ok    " : "FAILED ") << std::fixed
-                    << std::setprecision(1) << result.seconds << " s"
-                    << (result.succeeded() ? "" : "  (" + result.describe() + ")") << "\n"
-                    << std::flush;
-}
-
-// The last line of a log, readable: at most 120 characters of its last non-empty line, terminal
-// colour sequences removed; empty when the file cannot be read.
-std::string last_log_line(const fs::path& log) {
-  std::ifstream file(log, std::ios::binary | std::ios::ate);
-  if (!file) return "";
-  const std::streamoff size = file.tellg();
-  const std::streamoff start = std::max<std::streamoff>(0, size - 4096);
-  file.seekg(start);
-  std::string tail(static_cast<size_t>(size - start), '\0');
-  file.read(tail.data(), static_cast<std::streamsize>(tail.size()));
-  const size_t end = tail.find_last_not_of("\r\n \t");
-  if (end == std::string::npos) return "";
-  const size_t newline = tail.find_last_of("\r\n", end);
-  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
-  std::string line;
-  for (size_t i = begin; i <= end; ++i) {
-    if (tail[i] == '\x1b' && i + 1 <= end && tail[i + 1] == '[') {  // CSI ... final byte
-      i += 2;
-      while (i <= end && (static_cast<unsigned char>(tail[i]) < 0x40 || static_cast<unsigned char>(tail[i]) > 0x7e))
-        ++i;
-      continue;
-    }
-    if (static_cast<unsigned char>(tail[i]) >= 0x20) line += tail[i];
-  }
-  return line.size() > 120 ? line.substr(0, 117) + "..." : line;
-}
-
-// While a stage runs, every request.heartbeat_seconds a progress line saying how long it has run
-// and the last line of the most recently written of its logs (ninja's "[123/309] Building ...",
-// ctest's "12/40 Test #5: ...", the performance gate's rounds), so no long stage is silent. The
-// stage's own result line follows when it ends, as before.
+// While a stage runs, every request.heartbeat_seconds a heartbeat saying how long it has run
+// and what its logs show (read_heartbeat_detail: the last line of the most recently written of
+// them, ninja's "[123/309] Building ...", ctest's "12/40 Test #5: ...", the performance gate's
+// rounds), so no long stage is silent. The stage's own result follows when it ends, as before.
+// Constructing it reports the stage's start.
 class Heartbeat {
  public:
-  Heartbeat(const RunRequest& request, std::string stage, std::vector<fs::path> logs) {
+  Heartbeat(const RunRequest& request, std::string stage, std::string preset, std::vector<fs::path> logs) {
+    progress(request).stage_started(stage, preset);
     if (!request.progress || request.heartbeat_seconds <= 0) return;
-    thread_ = std::thread([this, &request, stage = std::move(stage), logs = std::move(logs)] {
-      const auto started = std::chrono::steady_clock::now();
-      std::unique_lock lock(mutex_);
-      while (!cv_.wait_for(lock, std::chrono::seconds(request.heartbeat_seconds), [this] { return stop_; })) {
-        const fs::path* newest = nullptr;
-        fs::file_time_type newest_time{};
-        for (const auto& log : logs) {
-          std::error_code error;
-          const auto time = fs::last_write_time(log, error);
-          if (!error && (!newest || time > newest_time)) newest = &log, newest_time = time;
-        }
-        const auto seconds =
-            std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
-        const std::string last = newest ? last_log_line(*newest) : "";
-        *request.progress << stage_column(stage) << "running " << seconds << " s" << (last.empty() ? "" : ": " + last)
-                          << "\n"
-                          << std::flush;
-      }
-    });
+    thread_ =
+        std::thread([this, &request, stage = std::move(stage), preset = std::move(preset), logs = std::move(logs)] {
+          const auto started = std::chrono::steady_clock::now();
+          std::unique_lock lock(mutex_);
+          while (!cv_.wait_for(lock, std::chrono::seconds(request.heartbeat_seconds), [this] { return stop_; })) {
+            const auto seconds =
+                std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+            request.progress->stage_heartbeat(stage, preset, static_cast<long>(seconds), read_heartbeat_detail(logs));
+          }
+        });
   }
   ~Heartbeat() {
     {
@@ -292,10 +250,10 @@ std::optional<std::string> run_ctest(const RunRequest& request, View view, std::
   std::vector<fs::path> logs{console};
   if (view == View::judge) logs.push_back(judge_folder(request) / "gates" / "perf-gate.log");
   ProcessResult tested = [&] {
-    Heartbeat heartbeat(request, stage, logs);
+    Heartbeat heartbeat(request, stage, preset, logs);
     return run_stage(request, view, argv, console, static_cast<int>(std::max<long>(1, left.count())));
   }();
-  report_stage(request, stage, tested);
+  report_stage(request, stage, preset, tested);
   if (tested.timed_out || tested.signal != 0 || !tested.started) return stage_failure(stage, tested, console);
   // A non-zero exit only means some test failed; the JUnit file says which.
   if (!fs::exists(junit)) return "ctest wrote no JUnit file (" + tested.describe() + "); see " + console.string();
@@ -410,18 +368,19 @@ std::optional<std::string> configure_and_build(const RunRequest& request, const 
   prepare_build_folder(build_folder(request));
   fs::create_directories(request.cache_dir);
   fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
+  progress(request).stage_started(log_prefix + "configure", lane.configure_preset);
   ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset}, configure_log,
                                       config.timeouts.configure);
-  report_stage(request, log_prefix + "configure", configure);
+  report_stage(request, log_prefix + "configure", lane.configure_preset, configure);
   if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
   mark_configured(build_folder(request));
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
   ProcessResult build = [&] {
-    Heartbeat heartbeat(request, log_prefix + "build", {build_log});
+    Heartbeat heartbeat(request, log_prefix + "build", lane.build_preset, {build_log});
     return run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
                      config.timeouts.build);
   }();
-  report_stage(request, log_prefix + "build", build);
+  report_stage(request, log_prefix + "build", lane.build_preset, build);
   return stage_failure(log_prefix + "build", build, build_log);
 }
 
@@ -431,19 +390,20 @@ std::optional<std::string> configure_and_build_judge(const RunRequest& request) 
   const fs::path judge_build = request.judge_source_dir / lane.build_dir;
   prepare_build_folder(judge_build);
   fs::path configure_log = request.run_dir / "judge-configure.log";
+  progress(request).stage_started("judge configure", lane.configure_preset);
   ProcessResult configure = run_stage(request, View::judge_build, {"cmake", "--preset", lane.configure_preset},
                                       configure_log, config.timeouts.configure);
-  report_stage(request, "judge configure", configure);
+  report_stage(request, "judge configure", lane.configure_preset, configure);
   if (auto failure = stage_failure("judge configure", configure, configure_log)) return failure;
   mark_configured(judge_build);
   std::vector<std::string> build{"cmake", "--build", judge_build.string(), "--target"};
   build.insert(build.end(), config.judge.targets.begin(), config.judge.targets.end());
   fs::path build_log = request.run_dir / "judge-build.log";
   ProcessResult built = [&] {
-    Heartbeat heartbeat(request, "judge build", {build_log});
+    Heartbeat heartbeat(request, "judge build", "", {build_log});
     return run_stage(request, View::judge_build, build, build_log, config.timeouts.build);
   }();
-  report_stage(request, "judge build", built);
+  report_stage(request, "judge build", "", built);
   return stage_failure("judge build", built, build_log);
 }
 
@@ -479,7 +439,7 @@ RunFacts run_commit(const RunRequest& request) {
     // gate's interleaved runs, minutes on a GPU) would not change it.
     if (quality_failed(facts)) {
       facts.skipped_presets.push_back(preset);
-      progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n" << std::flush;
+      progress(request).stage_skipped("tests (" + preset + ")", preset, "a quality gate failed");
       continue;
     }
     auto selected = list_tests(request, preset, facts);
@@ -564,8 +524,7 @@ RunFacts run_commit(const RunRequest& request) {
       // Decided: DISCARD-QUALITY. The other tests and the performance gate would not change it.
       if (!other_tests.empty()) {
         facts.skipped_presets.push_back(preset + " (its other tests: " + test_names(other_tests) + ")");
-        progress(request) << stage_column("tests (" + preset + ")") << "skipped (a quality gate failed)\n"
-                          << std::flush;
+        progress(request).stage_skipped("tests (" + preset + ")", preset, "a quality gate failed");
       }
       if (!performance_judges.empty()) facts.skipped_presets.push_back(preset + " (its performance gate)");
       continue;

@@ -17,6 +17,7 @@
 
 #include "driver/config.h"
 #include "driver/decision.h"
+#include "driver/progress.h"
 #include "driver/protection.h"
 
 namespace dit::ar {
@@ -39,8 +40,8 @@ struct RunRequest {
   double min_improvement_percent = 0.0;       // the effective one, given to the performance gate
   // Per test preset, the baseline's test-set signature; absent while recording the baseline.
   std::optional<nlohmann::json> test_signature;
-  std::ostream* progress = nullptr;  // one line per stage
-  // While a stage runs longer, a line this often (0: never) with its log's last line: build
+  ProgressReporter* progress = nullptr;  // each stage's start and end (driver/progress.h)
+  // While a stage runs longer, a heartbeat this often (0: never) with its log's last line: build
   // steps, tests done of total, the performance gate's rounds.
   int heartbeat_seconds = 15;
   std::function<void(int process_group)> on_child;  // each child's group id, for inflight.json

@@ -183,7 +183,7 @@ void recover_interrupted_run(SessionContext& context, std::ostream& out) {
 }
 
 RunRequest session_run_request(const SessionContext& context, const Lane& lane, const fs::path& run_dir,
-                               nlohmann::json& inflight, std::ostream& progress) {
+                               nlohmann::json& inflight, ProgressReporter& progress) {
   const StateDirectory& state = context.state;
   const nlohmann::json session = state.load_session();
   RunRequest request;
@@ -349,15 +349,19 @@ double effective_min_improvement(const nlohmann::json& session, const Lane& lane
   return lane.min_improvement_percent;
 }
 
+nlohmann::json result_document(const Fields& fields, const nlohmann::json& extra) {
+  nlohmann::json document = nlohmann::json::object();
+  for (const auto& [key, value] : fields) document[key] = value;
+  if (extra.is_object()) {
+    for (const auto& [key, value] : extra.items()) document[key] = value;
+  }
+  return document;
+}
+
 void print_result_block(std::ostream& out, const Fields& fields, bool json, const nlohmann::json& extra) {
   if (json) {
-    nlohmann::json document = nlohmann::json::object();
-    for (const auto& [key, value] : fields) document[key] = value;
-    if (extra.is_object()) {
-      for (const auto& [key, value] : extra.items()) document[key] = value;
-    }
     // Fields can hold anything a state file or a commit message held: invalid UTF-8 is replaced.
-    out << document.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << result_document(fields, extra).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   out << "---\n";

@@ -74,7 +74,7 @@ void recover_interrupted_run(SessionContext& context, std::ostream& out);
 // added to `inflight` and stored, so a later driver can kill it. The caller sets the
 // classification and the improvement threshold.
 RunRequest session_run_request(const SessionContext& context, const Lane& lane, const std::filesystem::path& run_dir,
-                               nlohmann::json& inflight, std::ostream& progress);
+                               nlohmann::json& inflight, ProgressReporter& progress);
 
 // The top-level folder of the lane's build directory ("build"): kept when a tree is exported.
 std::string build_top(const Lane& lane);
@@ -128,5 +128,7 @@ void print_summary(std::ostream& out, const Lane& lane, const nlohmann::json& se
 using Fields = std::vector<std::pair<std::string, std::string>>;
 // Prints "---" then "key: value" per field, or the fields as one JSON object with --json.
 void print_result_block(std::ostream& out, const Fields& fields, bool json, const nlohmann::json& extra = {});
+// The JSON object print_result_block prints with --json: each field, then each of `extra`'s.
+nlohmann::json result_document(const Fields& fields, const nlohmann::json& extra = {});
 
 }  // namespace dit::ar
