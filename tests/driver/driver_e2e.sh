@@ -409,4 +409,73 @@ if [ -n "${DIT_AR_E2E_KEEP:-}" ]; then
   echo "kept the final repository and state directory in $DIT_AR_E2E_KEEP/repo (.autoresearch inside)"
 fi
 
+# After the copy above, so the state the report's test reads is unchanged.
+step "--progress=json (with --json): stdout is JSON lines, the stages in order, the decision once and last"
+set_engine 4
+commit_change "Fold the offset again"
+REFOLD=$(head_sha)
+(cd "$REPO" && DIT_AR_HEARTBEAT_SECONDS=1 "$DIT_AR" experiment --classification exact --description "refold" \
+  --json --progress=json) >"$LOGS/progress.out" 2>"$LOGS/progress.err"
+RC=$?
+LAST=$LOGS/progress.out
+expect_rc 3
+python3 - "$LAST" "$RC" "$REFOLD" <<'PY' || fail "the --progress=json events are not as documented (driver/progress.h)"
+import json, re, sys
+path, rc, commit = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+meaning = {0: {"KEEP"}, 3: {"DISCARD-QUALITY", "DISCARD-PERFORMANCE"}, 4: {"CRASH"}, 5: {"REJECTED"}}
+events, problems = [], []
+for number, line in enumerate(open(path, encoding="utf-8"), 1):
+    try:
+        events.append(json.loads(line))
+    except ValueError:
+        problems.append(f"line {number} is not JSON: {line!r}")
+elapsed, stage = 0.0, None
+for event in events:
+    kind = event.get("event")
+    if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", str(event.get("time"))):
+        problems.append(f"no UTC ISO-8601 time: {event}")
+    if not isinstance(event.get("elapsed_s"), (int, float)) or event["elapsed_s"] < elapsed:
+        problems.append(f"elapsed_s missing or going back: {event}")
+    else:
+        elapsed = event["elapsed_s"]
+    if kind == "stage_started":
+        if stage is not None:
+            problems.append(f"{event['stage']} started while {stage} ran")
+        stage = event["stage"]
+    elif kind == "stage_heartbeat" and event.get("stage") != stage:
+        problems.append(f"a heartbeat of {event.get('stage')} while {stage} ran")
+    elif kind == "stage_finished":
+        if event.get("status") == "skipped":
+            if stage is not None:
+                problems.append(f"{event['stage']} skipped while {stage} ran")
+        elif event.get("stage") != stage or event.get("status") not in ("ok", "FAILED"):
+            problems.append(f"finished out of order: {event} (running: {stage})")
+        if not isinstance(event.get("seconds"), (int, float)):
+            problems.append(f"no seconds: {event}")
+        stage = None
+kinds = [event.get("event") for event in events]
+finished = [event.get("stage") for event in events if event.get("event") == "stage_finished"]
+if not kinds or kinds[0] != "started" or events[0].get("commit") != commit:
+    problems.append(f"the first event is not the run's start: {events[:1]}")
+if kinds.count("decision") != 1 or kinds[-1] != "decision":
+    problems.append(f"not one decision, last: {kinds}")
+for expected in ("build", "tests (fixture, gate inputs)", "judge (fixture)"):
+    if expected not in finished:
+        problems.append(f"no stage_finished of {expected}: {finished}")
+order = [finished.index(name) for name in ("configure", "build", "tests (fixture, gate inputs)",
+                                           "judge (fixture)") if name in finished]
+if order != sorted(order):
+    problems.append(f"the stages out of order: {finished}")
+if stage is not None:
+    problems.append(f"{stage} never finished")
+decision = events[-1] if events else {}
+if decision.get("status") not in meaning.get(rc, set()) or decision.get("exit_code") != rc:
+    problems.append(f"exit {rc} but the decision says {decision.get('status')}, exit_code {decision.get('exit_code')}")
+if decision.get("status") != "DISCARD-QUALITY" or decision.get("commit") != commit or not decision.get("reasons"):
+    problems.append(f"the decision is not this commit's DISCARD-QUALITY with its reasons: {decision}")
+print("\n".join(problems) or f"{len(events)} events: {' '.join(kinds)}")
+sys.exit(1 if problems else 0)
+PY
+expect_discarded "$REFOLD" "$FUSED"
+
 e2e_finish
