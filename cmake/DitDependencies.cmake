@@ -7,6 +7,17 @@ find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(PNG REQUIRED)
+# core's SHA-256 (core/sha256.cpp): libcrypto's EVP digest API (Debian: libssl-dev).
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+# Debian's libssl-dev keeps openssl/configuration.h under include/<multiarch>/, which the compiler
+# searches on its own only below /usr: a copy staged elsewhere (tools/gpu-host/stage-sandbox.sh
+# into .deps/) needs that folder named.
+if(CMAKE_LIBRARY_ARCHITECTURE AND NOT EXISTS "${OPENSSL_INCLUDE_DIR}/openssl/configuration.h"
+   AND EXISTS "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}/openssl/configuration.h"
+   AND NOT OPENSSL_INCLUDE_DIR STREQUAL "/usr/include")
+  set_property(TARGET OpenSSL::Crypto APPEND PROPERTY
+    INTERFACE_INCLUDE_DIRECTORIES "${OPENSSL_INCLUDE_DIR}/${CMAKE_LIBRARY_ARCHITECTURE}")
+endif()
 
 if(DIT_WITH_CUDA)
   enable_language(CUDA)

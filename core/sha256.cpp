@@ -1,9 +1,17 @@
-// Fixed ground (core/).
+// Fixed ground (core/). SHA-256 through OpenSSL 3's EVP digest API.
 #include "core/sha256.h"
 
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <vector>
+#include <memory>
+#include <utility>
 
 #include "core/error.h"
 
@@ -11,101 +19,113 @@ namespace dit {
 
 namespace {
 
-constexpr std::array<uint32_t, 64> kRoundConstants = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
+// What libcrypto's error queue says about the last failure (and empties it), for a message.
+std::string openssl_error() {
+  std::string text;
+  while (const unsigned long code = ERR_get_error()) {
+    char buffer[256];
+    ERR_error_string_n(code, buffer, sizeof buffer);
+    text += (text.empty() ? "" : "; ") + std::string(buffer);
+  }
+  return text.empty() ? "no error reported" : text;
+}
 
-constexpr uint32_t rotate_right(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+// A libcrypto failure (no memory for a context, no SHA-256 in its providers) is reported as io:
+// the hash is part of reading what it covers, and dit::ErrorKind has no closer kind.
+void check(int ok, const char* what) {
+  if (ok != 1) throw Error(ErrorKind::io, std::string("SHA-256: OpenSSL's ") + what + " failed: " + openssl_error());
+}
+
+evp_md_ctx_st* new_context() {
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  if (context == nullptr) throw Error(ErrorKind::io, "SHA-256: EVP_MD_CTX_new failed: " + openssl_error());
+  return context;
+}
+
+// The file's bytes go to libcrypto through a buffer this large (less for a smaller file).
+constexpr size_t kFileBufferBytes = size_t{4} << 20;
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
 
 }  // namespace
 
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
+Sha256::Sha256() : context_(new_context()) {
+  try {
+    check(EVP_DigestInit_ex(context_, EVP_sha256(), nullptr), "EVP_DigestInit_ex(EVP_sha256())");
+  } catch (...) {
+    EVP_MD_CTX_free(context_);
+    throw;
+  }
+}
 
-void Sha256::compress(const uint8_t* block) {
-  uint32_t w[64];
-  for (int i = 0; i < 16; ++i) {
-    w[i] = (uint32_t{block[4 * i]} << 24) | (uint32_t{block[4 * i + 1]} << 16) | (uint32_t{block[4 * i + 2]} << 8) |
-           uint32_t{block[4 * i + 3]};
+Sha256::~Sha256() { EVP_MD_CTX_free(context_); }
+
+Sha256::Sha256(const Sha256& other) : context_(nullptr), spent_(other.spent_) {
+  if (other.context_ == nullptr) return;  // a moved-from object copies as one
+  context_ = new_context();
+  if (EVP_MD_CTX_copy_ex(context_, other.context_) != 1) {
+    const std::string reason = openssl_error();
+    EVP_MD_CTX_free(context_);
+    throw Error(ErrorKind::io, "SHA-256: OpenSSL's EVP_MD_CTX_copy_ex failed: " + reason);
   }
-  for (int i = 16; i < 64; ++i) {
-    const uint32_t s0 = rotate_right(w[i - 15], 7) ^ rotate_right(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const uint32_t s1 = rotate_right(w[i - 2], 17) ^ rotate_right(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+}
+
+Sha256& Sha256::operator=(const Sha256& other) {
+  if (this != &other) {
+    Sha256 copy(other);
+    *this = std::move(copy);
   }
-  uint32_t a = state_[0], b = state_[1], c = state_[2], d = state_[3];
-  uint32_t e = state_[4], f = state_[5], g = state_[6], h = state_[7];
-  for (int i = 0; i < 64; ++i) {
-    const uint32_t s1 = rotate_right(e, 6) ^ rotate_right(e, 11) ^ rotate_right(e, 25);
-    const uint32_t choose = (e & f) ^ (~e & g);
-    const uint32_t t1 = h + s1 + choose + kRoundConstants[i] + w[i];
-    const uint32_t s0 = rotate_right(a, 2) ^ rotate_right(a, 13) ^ rotate_right(a, 22);
-    const uint32_t majority = (a & b) ^ (a & c) ^ (b & c);
-    const uint32_t t2 = s0 + majority;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
+  return *this;
+}
+
+Sha256::Sha256(Sha256&& other) noexcept
+    : context_(std::exchange(other.context_, nullptr)), spent_(std::exchange(other.spent_, false)) {}
+
+Sha256& Sha256::operator=(Sha256&& other) noexcept {
+  if (this != &other) {
+    EVP_MD_CTX_free(context_);
+    context_ = std::exchange(other.context_, nullptr);
+    spent_ = std::exchange(other.spent_, false);
   }
-  state_[0] += a;
-  state_[1] += b;
-  state_[2] += c;
-  state_[3] += d;
-  state_[4] += e;
-  state_[5] += f;
-  state_[6] += g;
-  state_[7] += h;
+  return *this;
 }
 
 void Sha256::update(std::span<const std::byte> bytes) {
-  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-  size_t size = bytes.size();
-  total_bytes_ += size;
-  while (size > 0) {
-    const size_t take = std::min(size, buffer_.size() - buffered_);
-    std::memcpy(buffer_.data() + buffered_, data, take);
-    buffered_ += take;
-    data += take;
-    size -= take;
-    if (buffered_ == buffer_.size()) {
-      compress(buffer_.data());
-      buffered_ = 0;
-    }
-  }
+  if (context_ == nullptr) throw Error(ErrorKind::invalid_argument, "SHA-256: update on a moved-from Sha256");
+  if (spent_) throw Error(ErrorKind::invalid_argument, "SHA-256: update after digest()");
+  check(EVP_DigestUpdate(context_, bytes.data(), bytes.size()), "EVP_DigestUpdate");
 }
 
 void Sha256::update(std::string_view text) { update(std::as_bytes(std::span(text.data(), text.size()))); }
 
 std::array<uint8_t, 32> Sha256::digest() {
-  const uint64_t total_bits = total_bytes_ * 8;
-  // Padding: 0x80, zeros up to 56 mod 64, then the message length in bits, big-endian.
-  std::array<uint8_t, 72> padding{};
-  padding[0] = 0x80;
-  const size_t pad_length = (buffered_ < 56 ? 56 - buffered_ : 120 - buffered_);
-  for (int i = 0; i < 8; ++i) padding[pad_length + i] = static_cast<uint8_t>(total_bits >> (56 - 8 * i));
-  const uint64_t saved_total = total_bytes_;
-  update(std::as_bytes(std::span(padding.data(), pad_length + 8)));
-  total_bytes_ = saved_total;
+  if (context_ == nullptr) throw Error(ErrorKind::invalid_argument, "SHA-256: digest of a moved-from Sha256");
+  if (spent_) throw Error(ErrorKind::invalid_argument, "SHA-256: digest() called twice");
   std::array<uint8_t, 32> out{};
-  for (int i = 0; i < 8; ++i) {
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(state_[i] >> (24 - 8 * j));
-  }
+  unsigned int length = 0;
+  check(EVP_DigestFinal_ex(context_, out.data(), &length), "EVP_DigestFinal_ex");
+  spent_ = true;
+  if (length != out.size())
+    throw Error(ErrorKind::io, "SHA-256: OpenSSL's digest has " + std::to_string(length) + " bytes, not 32");
   return out;
 }
 
 std::string Sha256::hex_digest() {
   static const char* kHex = "0123456789abcdef";
   std::string hex;
+  hex.reserve(64);
   for (uint8_t byte : digest()) {
     hex.push_back(kHex[byte >> 4]);
     hex.push_back(kHex[byte & 15]);
@@ -120,15 +140,28 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string sha256_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::io, "cannot open " + path + " to hash it");
+  const FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.get() < 0) throw Error(ErrorKind::io, "cannot open " + path + " to hash it: " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0)
+    throw Error(ErrorKind::io, "cannot stat " + path + " to hash it: " + std::strerror(errno));
+  // A regular file's size plus one (so that the second read sees its end), at most 4 MiB;
+  // anything else (a pipe, a /proc file reporting size 0) gets 64 KiB.
+  size_t buffer_bytes = size_t{1} << 16;
+  if (S_ISREG(info.st_mode) && info.st_size > 0)
+    buffer_bytes = std::min(kFileBufferBytes, static_cast<size_t>(info.st_size) + 1);
+  if (S_ISREG(info.st_mode)) (void)::posix_fadvise(file.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  const std::unique_ptr<std::byte[]> buffer(new std::byte[buffer_bytes]);
   Sha256 hash;
-  std::vector<char> chunk(1 << 16);
-  while (in) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    hash.update(std::string_view(chunk.data(), static_cast<size_t>(in.gcount())));
+  for (;;) {
+    const ssize_t got = ::read(file.get(), buffer.get(), buffer_bytes);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw Error(ErrorKind::io, "read error while hashing " + path + ": " + std::strerror(errno));
+    }
+    if (got == 0) break;
+    hash.update(std::span<const std::byte>(buffer.get(), static_cast<size_t>(got)));
   }
-  if (in.bad()) throw Error(ErrorKind::io, "read error while hashing " + path);
   return hash.hex_digest();
 }
 

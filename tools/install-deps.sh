@@ -4,7 +4,7 @@
 # backend, the driver and every CPU test still build.
 set -eu
 packages="cmake ninja-build ccache g++ clang libclang-rt-14-dev pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev libssl-dev
   libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format bubblewrap
   python3-pip python3-torch"
 missing=""
