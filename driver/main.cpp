@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   add_search_commands(app, options);
   add_index_command(app, options);
   add_report_command(app, options);
+  add_work_commands(app, options);
 
   // A first word that names no command is an unknown command, not a missing one.
   if (argc > 1 && argv[1][0] != '-') {

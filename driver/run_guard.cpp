@@ -39,11 +39,12 @@ void mirror_folder(const fs::path& source, const fs::path& target) {
 }  // namespace
 
 RunGuard::RunGuard(SessionContext& context, const nlohmann::json& session, const Lane& lane, std::string commit,
-                   std::string best)
+                   std::string best, bool coordinated)
     : context_(context), session_(session), lane_(lane), commit_(std::move(commit)), best_(std::move(best)) {
   const StateDirectory& state = context_.state;
-  for (const auto& file : {state.session_file(), state.best_file(), state.results_file(), state.best_built_file()})
-    records_.add_file(file);
+  records_.add_file(state.best_built_file());
+  if (coordinated) return;
+  for (const auto& file : {state.session_file(), state.best_file(), state.results_file()}) records_.add_file(file);
   records_.add_references(*context_.repository, {"refs/autoresearch/*", "refs/notes/*"});
 }
 

@@ -33,9 +33,12 @@ struct GuardFindings {
 class RunGuard {
  public:
   // Takes the copies; `commit` is the one checked out in the user's checkout and the
-  // candidate's tree, `best` the best commit.
+  // candidate's tree, `best` the best commit. `coordinated`: a worker of `dit-ar work`, whose
+  // coordinator records other workers' decisions while this one runs; the session's records and
+  // refs are then the coordinator's to check (against its own copy, after each worker), and only
+  // the worker's best/built.json is copied here.
   RunGuard(SessionContext& context, const nlohmann::json& session, const Lane& lane, std::string commit,
-           std::string best);
+           std::string best, bool coordinated = false);
 
   GuardFindings check() const;
   // Puts back what `findings` name; the user's changed fixed paths are first copied into

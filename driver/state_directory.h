@@ -59,24 +59,29 @@ inline const std::vector<std::string> kResultColumns{"timestamp",
 
 class StateDirectory {
  public:
-  explicit StateDirectory(std::filesystem::path root) : root_(std::move(root)) {}
+  explicit StateDirectory(std::filesystem::path root) : root_(std::move(root)), trees_(root_) {}
+  // A worker of `dit-ar work` (driver/work_command.cpp): its own candidate/ and best/ trees and
+  // builds, CUDA caches and inflight.json under `trees` (workers/<k>/); every record, the
+  // goldens, the judge and runs/ stay the session's, under `root`.
+  StateDirectory(std::filesystem::path root, std::filesystem::path trees)
+      : root_(std::move(root)), trees_(std::move(trees)) {}
 
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path session_file() const { return root_ / "session.json"; }
   std::filesystem::path best_file() const { return root_ / "best.json"; }
   std::filesystem::path results_file() const { return root_ / "results.tsv"; }
-  std::filesystem::path inflight_file() const { return root_ / "inflight.json"; }
+  std::filesystem::path inflight_file() const { return trees_ / "inflight.json"; }
   std::filesystem::path lock_file() const { return root_ / "lock"; }
   std::filesystem::path environment_file() const { return root_ / "environment.json"; }
   std::filesystem::path baseline_dir() const { return root_ / "baseline"; }
   std::filesystem::path pristine_baseline_dir() const { return root_ / "pristine" / "baseline"; }
   std::filesystem::path judge_dir() const { return root_ / "judge"; }
   std::filesystem::path judge_source_dir() const { return root_ / "judge" / "src"; }
-  std::filesystem::path candidate_source_dir() const { return root_ / "candidate" / "src"; }
-  std::filesystem::path candidate_cache_dir() const { return root_ / "candidate" / "cuda-cache"; }
-  std::filesystem::path best_source_dir() const { return root_ / "best" / "src"; }
-  std::filesystem::path best_built_file() const { return root_ / "best" / "built.json"; }
-  std::filesystem::path best_cache_dir() const { return root_ / "best" / "cuda-cache"; }
+  std::filesystem::path candidate_source_dir() const { return trees_ / "candidate" / "src"; }
+  std::filesystem::path candidate_cache_dir() const { return trees_ / "candidate" / "cuda-cache"; }
+  std::filesystem::path best_source_dir() const { return trees_ / "best" / "src"; }
+  std::filesystem::path best_built_file() const { return trees_ / "best" / "built.json"; }
+  std::filesystem::path best_cache_dir() const { return trees_ / "best" / "cuda-cache"; }
   std::filesystem::path runs_dir() const { return root_ / "runs"; }
 
   bool has_session() const { return std::filesystem::exists(session_file()); }
@@ -111,6 +116,7 @@ class StateDirectory {
 
  private:
   std::filesystem::path root_;
+  std::filesystem::path trees_;  // root_, or a worker's folder
 };
 
 // A TSV field: tabs and newlines become spaces.
