@@ -154,10 +154,11 @@ start=$SECONDS
 LAST=$LOGS/parallel-1.out
 (cd "$REPO" && exec env "WORK_QUEUE_MARK=$MARK" "$DIT_AR" work --workers 4 --gpus 0,1,2,3) >"$LAST" 2>&1 &
 COORDINATOR=$!
-# A worker, once two are building.
+# A worker, once two are building: a child of the coordinator (its stage supervisors, forks of
+# it, have the same command line).
 worker_pids() {
   for pid in $(marked); do
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "dit-ar worker --repo" && echo "$pid"
+    [ "$(awk '{ print $4 }' "/proc/$pid/stat" 2>/dev/null)" = "$COORDINATOR" ] && echo "$pid"
   done
 }
 deadline=$((SECONDS + 60))
@@ -175,9 +176,10 @@ fi
 # The coordinator, once the first decision is recorded and workers run.
 deadline=$((SECONDS + 120))
 while [ "$(rows)" -lt 2 ] && [ $SECONDS -lt $deadline ] && kill -0 "$COORDINATOR" 2>/dev/null; do sleep 0.1; done
-if kill -0 "$COORDINATOR" 2>/dev/null && [ -n "$(worker_pids)" ]; then
+RUNNING=$(worker_pids | wc -w)
+if kill -0 "$COORDINATOR" 2>/dev/null && [ "$RUNNING" -gt 0 ]; then
   kill -9 "$COORDINATOR"
-  echo "killed the coordinator after $(($(rows) - 1)) decision(s), $(worker_pids | wc -w) worker(s) running"
+  echo "killed the coordinator after $(($(rows) - 1)) decision(s), $RUNNING worker(s) running"
 else
   fail "the coordinator ended (or had no worker running) before it could be killed"
 fi
