@@ -21,6 +21,9 @@
 //                     (DIT_OUTPUT_DIR of its tests), judge/ (DIT_JUDGE_DIR: reports, JUnit)
 //   runs/<id>.interrupted/  a run that ended without a decision, sealed (seal_undecided_runs);
 //                     runs/<id> is then a read-only file that says so
+//   queue.json        dit-ar work's queue: items, their attempts, their decisions
+//   workers/<k>/      worker k of dit-ar work: its candidate/ and best/ trees, inflight.json,
+//                     its git worktree checkout/ while it judges
 #pragma once
 
 #include <filesystem>
