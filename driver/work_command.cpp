@@ -1109,7 +1109,19 @@ void add_work_commands(CLI::App& app, CommonOptions& options) {
   add_command->add_option("--classification", add->classification, "What kind of change it is (program.md)")
       ->required()
       ->check(CLI::IsMember(kClassifications));
-  add_command->add_option("--description", add->description, "One line: the hypothesis")->required();
+  add_command->add_option("--description", add->description, "One line: the hypothesis")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // The records are JSON and UTF-8: refuse here what their writers would throw on later.
+            try {
+              (void)nlohmann::json(text).dump();
+              return std::string();
+            } catch (const nlohmann::json::type_error&) {
+              return std::string("the description is not valid UTF-8");
+            }
+          },
+          "UTF-8"));
   add_command->add_option("commit", add->commit, "The candidate commit (a branch, tag or id)");
   add_command->add_option("--patch", add->patch, "The candidate as a patch file instead of a commit");
   add_common_options(*add_command, options, true);
