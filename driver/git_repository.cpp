@@ -11,30 +11,15 @@
 
 #include "core/files.h"
 #include "core/error.h"
+#include "driver/libgit2_support.h"
 
 namespace dit::ar {
 
 namespace {
 
-struct LibraryInit {
-  LibraryInit() { git_libgit2_init(); }
-  ~LibraryInit() { git_libgit2_shutdown(); }
-};
-
-void ensure_initialised() { static LibraryInit init; }
-
-void check(int code, const std::string& what) {
-  if (code >= 0) return;
-  const git_error* error = git_error_last();
-  throw Error(ErrorKind::io, "git: " + what + ": " + (error && error->message ? error->message : "unknown error"));
-}
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* pointer) const { Free(pointer); }
-};
-template <typename T, void (*Free)(T*)>
-using Owned = std::unique_ptr<T, Deleter<T, Free>>;
+using libgit2::check;
+using libgit2::ensure_initialised;
+using libgit2::Owned;
 
 using Commit = Owned<git_commit, git_commit_free>;
 using Tree = Owned<git_tree, git_tree_free>;

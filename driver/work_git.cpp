@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "driver/libgit2_support.h"
 
 namespace dit::ar {
 
@@ -16,23 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct LibraryInit {
-  LibraryInit() { git_libgit2_init(); }
-  ~LibraryInit() { git_libgit2_shutdown(); }
-};
-
-void check(int code, const std::string& what) {
-  if (code >= 0) return;
-  const git_error* error = git_error_last();
-  throw Error(ErrorKind::io, "git: " + what + ": " + (error && error->message ? error->message : "unknown error"));
-}
-
-template <typename T, void (*Free)(T*)>
-struct Deleter {
-  void operator()(T* pointer) const { Free(pointer); }
-};
-template <typename T, void (*Free)(T*)>
-using Owned = std::unique_ptr<T, Deleter<T, Free>>;
+using libgit2::check;
+using libgit2::Owned;
 
 using Repository = Owned<git_repository, git_repository_free>;
 using Commit = Owned<git_commit, git_commit_free>;
@@ -43,7 +29,7 @@ using Signature = Owned<git_signature, git_signature_free>;
 using Worktree = Owned<git_worktree, git_worktree_free>;
 
 Repository open(const fs::path& path) {
-  static LibraryInit init;
+  libgit2::ensure_initialised();
   git_repository* repository = nullptr;
   check(git_repository_open_ext(&repository, path.c_str(), 0, nullptr), "open the repository at " + path.string());
   return Repository(repository);
