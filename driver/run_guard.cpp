@@ -13,21 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string joined(const std::vector<std::string>& items, std::size_t limit = 8) {
-  std::string text;
-  for (std::size_t i = 0; i < items.size() && i < limit; ++i) text += (i ? ", " : "") + items[i];
-  if (items.size() > limit) text += ", ... (" + std::to_string(items.size()) + " in all)";
-  return text;
-}
-
-bool under_fixed_path(const Config& config, const std::string& path) {
-  for (const auto& fixed : config.fixed_paths) {
-    if (path_within(path, fixed)) return true;
-  }
-  fs::path config_relative = fs::relative(config.path, config.source_dir);
-  return path == config_relative.generic_string() || path == config.contract;
-}
-
 // Makes `target` hold exactly the files of `source`.
 void mirror_folder(const fs::path& source, const fs::path& target) {
   std::error_code ignored;
@@ -37,6 +22,21 @@ void mirror_folder(const fs::path& source, const fs::path& target) {
 }
 
 }  // namespace
+
+std::string listed(const std::vector<std::string>& items, std::size_t limit) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) text += (i ? ", " : "") + items[i];
+  if (items.size() > limit) text += ", ... (" + std::to_string(items.size()) + " in all)";
+  return text;
+}
+
+bool is_fixed_path(const Config& config, const std::string& path) {
+  for (const auto& fixed : config.fixed_paths) {
+    if (path_within(path, fixed)) return true;
+  }
+  fs::path config_relative = fs::relative(config.path, config.source_dir);
+  return path == config_relative.generic_string() || path == config.contract;
+}
 
 RunGuard::RunGuard(SessionContext& context, const nlohmann::json& session, const Lane& lane, std::string commit,
                    std::string best, bool coordinated)
@@ -54,18 +54,18 @@ GuardFindings RunGuard::check() const {
   GitRepository& repository = *context_.repository;
 
   std::vector<std::string> records = records_.changes(repository);
-  if (!records.empty()) findings.rejections.push_back("the run changed the session's records: " + joined(records));
+  if (!records.empty()) findings.rejections.push_back("the run changed the session's records: " + listed(records));
 
   if (session_.contains("baseline") && session_["baseline"].contains("goldens")) {
     auto goldens = describe_changes(hashes_from_json(session_["baseline"]["goldens"], "session goldens"),
                                     hash_folder(state.baseline_dir()), "");
-    if (!goldens.empty()) findings.rejections.push_back("the run changed the goldens: " + joined(goldens));
+    if (!goldens.empty()) findings.rejections.push_back("the run changed the goldens: " + listed(goldens));
   }
 
   std::vector<std::string> best = best_build_changes(context_, lane_);
   if (!best.empty() && best.front() != "not built") {
     findings.best_changed = true;
-    findings.rejections.push_back("the run changed the best build: " + joined(best));
+    findings.rejections.push_back("the run changed the best build: " + listed(best));
   }
 
   if (session_.contains("judge")) {
@@ -74,16 +74,16 @@ GuardFindings RunGuard::check() const {
     for (const auto& change : judge_tree_changes(context_, lane_, session_)) judge.push_back(change);
     if (!judge.empty()) {
       findings.judge_changed = true;
-      findings.rejections.push_back("the run changed the judge: " + joined(judge));
+      findings.rejections.push_back("the run changed the judge: " + listed(judge));
     }
   }
 
   std::vector<std::string> fixed_in_tree;
   for (const auto& path : repository.compare_tree(commit_, state.candidate_source_dir(), {build_top(lane_)})) {
-    if (under_fixed_path(context_.config, path)) fixed_in_tree.push_back(path);
+    if (is_fixed_path(context_.config, path)) fixed_in_tree.push_back(path);
   }
   if (!fixed_in_tree.empty())
-    findings.rejections.push_back("the run changed fixed paths in the candidate's tree: " + joined(fixed_in_tree));
+    findings.rejections.push_back("the run changed fixed paths in the candidate's tree: " + listed(fixed_in_tree));
 
   // The user's checkout: the candidate was built from its own tree, so any change here was made
   // beside the run. Changes under fixed paths are the candidate's doing (REJECTED, put back from
@@ -92,14 +92,14 @@ GuardFindings RunGuard::check() const {
     findings.checkout_changes.push_back("HEAD moved from " + short_id(commit_) + " to " +
                                         short_id(repository.head_commit()));
   for (const auto& path : repository.dirty_paths()) {
-    if (under_fixed_path(context_.config, path))
+    if (is_fixed_path(context_.config, path))
       findings.fixed_checkout_paths.push_back(path);
     else
       findings.checkout_changes.push_back(path);
   }
   if (!findings.fixed_checkout_paths.empty())
     findings.rejections.push_back("the run changed fixed paths in the checkout: " +
-                                  joined(findings.fixed_checkout_paths));
+                                  listed(findings.fixed_checkout_paths));
   return findings;
 }
 

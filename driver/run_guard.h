@@ -22,6 +22,13 @@
 
 namespace dit::ar {
 
+// Up to `limit` items joined by ", ", then how many there are in all.
+std::string listed(const std::vector<std::string>& items, std::size_t limit = 8);
+
+// True when `path` (repository-relative) is fixed ground: inside one of the config's fixed
+// paths, or the config file or the contract itself.
+bool is_fixed_path(const Config& config, const std::string& path);
+
 struct GuardFindings {
   std::vector<std::string> rejections;            // reasons for REJECTED
   std::vector<std::string> checkout_changes;      // the user's edits outside fixed paths: kept, no reset

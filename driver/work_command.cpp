@@ -119,12 +119,6 @@ std::optional<double> parse_iso_time(const std::string& text) {
   return static_cast<double>(timegm(&utc)) + milliseconds / 1000.0;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string text;
-  for (const auto& item : items) text += (text.empty() ? "" : ", ") + item;
-  return text;
-}
-
 void refuse_unjudgeable_class(const Config& config, const Lane& lane, const std::string& classification) {
   if (auto refused = lane.refused_classifications.find(classification); refused != lane.refused_classifications.end())
     refuse("lane " + lane.name + " cannot judge a change classified " + classification + ": " + refused->second,
@@ -132,12 +126,6 @@ void refuse_unjudgeable_class(const Config& config, const Lane& lane, const std:
   if (classification == "quantization" && !config.quantization.allowed)
     refuse("quantization experiments are not allowed in this session (config quantization.allowed is false)",
            "use another classification, or start a session whose config allows quantization");
-}
-
-bool under_fixed_path(const Config& config, const std::string& path) {
-  for (const auto& fixed : config.fixed_paths)
-    if (path_within(path, fixed)) return true;
-  return path == fs::relative(config.path, config.source_dir).generic_string() || path == config.contract;
 }
 
 // ---- dit-ar queue add / list ---------------------------------------------------------------------
@@ -669,7 +657,7 @@ class Coordinator {
       record.sandbox = "not run";
       record.run_dir = relative;
       record.reasons = {"rebase conflict: " + short_id(original) + " does not apply onto the best " +
-                        short_id(current) + " (conflicts in " + joined(rebased.conflicts) +
+                        short_id(current) + " (conflicts in " + listed(rebased.conflicts) +
                         "); rebase it onto the best and queue it again"};
       write_json_atomic(run_dir / "run.json", record.to_json());
       attempt["worker"] = 0;
@@ -681,7 +669,7 @@ class Coordinator {
       verdicts_[id] = {record, current, entry["attempts"].size() - 1};
       save();
       out_ << "  " << id << " " << short_id(original) << "  rebase conflict onto the best " << short_id(current) << " ("
-           << joined(rebased.conflicts) << "): CRASH\n"
+           << listed(rebased.conflicts) << "): CRASH\n"
            << std::flush;
       return;
     }
@@ -811,14 +799,14 @@ class Coordinator {
     std::vector<std::string> rejections;
     const std::vector<std::string> records = records_.changes(*context_.repository);
     if (!records.empty()) {
-      rejections.push_back("the run changed the session's records: " + joined(records));
+      rejections.push_back("the run changed the session's records: " + listed(records));
       records_.restore(*context_.repository);
     }
     std::vector<std::string> fixed;
     for (const auto& path : context_.repository->dirty_paths())
-      if (under_fixed_path(context_.config, path)) fixed.push_back(path);
+      if (is_fixed_path(context_.config, path)) fixed.push_back(path);
     if (!fixed.empty()) {
-      rejections.push_back("the run changed fixed paths in the checkout: " + joined(fixed));
+      rejections.push_back("the run changed fixed paths in the checkout: " + listed(fixed));
       context_.repository->restore_paths(context_.repository->head_commit(), fixed);
     }
     if (slot.cancelled) {
@@ -1023,7 +1011,7 @@ int run_work(const CommonOptions& options, const WorkOptions& work) {
   const std::vector<std::string> gpus = worker_gpus(work.gpus);
   if (!gpus.empty() && static_cast<int>(gpus.size()) < work.workers)
     refuse(std::to_string(work.workers) + " workers need as many GPUs, and " + std::to_string(gpus.size()) +
-               " are named (" + joined(gpus) + "): two workers never time on one GPU",
+               " are named (" + listed(gpus) + "): two workers never time on one GPU",
            "dit-ar work --workers " + std::to_string(gpus.size()) +
                ", or name more GPUs with --gpus (--gpus none: a CPU lane, no GPU)");
   fs::create_directories(context.state.root());
@@ -1064,7 +1052,7 @@ int run_work(const CommonOptions& options, const WorkOptions& work) {
   }
   out << "dit-ar work: " << work.workers << " worker" << (work.workers == 1 ? "" : "s")
       << (gpus.empty() ? " (no GPU)"
-                       : " on GPUs " + joined(std::vector<std::string>(gpus.begin(), gpus.begin() + work.workers)))
+                       : " on GPUs " + listed(std::vector<std::string>(gpus.begin(), gpus.begin() + work.workers)))
       << ", lane " << lane.name << ", best " << short_id(*best) << "\n"
       << std::flush;
   const int recorded = coordinator.run();
