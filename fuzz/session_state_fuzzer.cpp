@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "driver/ctest_results.h"
+#include "driver/progress.h"
 #include "driver/recording.h"
 #include "driver/session.h"
 #include "driver/state_directory.h"
@@ -101,7 +102,8 @@ void check_session(SessionContext& context, const nlohmann::json& session) {
   if (session.contains("judge")) works_or_refuses([&] { (void)session_judge_files(session); });
   works_or_refuses([&] {
     nlohmann::json inflight = nlohmann::json::object();
-    std::ostringstream progress;
+    std::ostringstream text, lines, warnings;
+    ProgressReporter progress(ProgressFormat::text, text, lines, warnings);
     const RunRequest request =
         session_run_request(context, lane, context.state.runs_dir() / "0001-fuzz", inflight, progress);
     check(request.lane == &lane && request.config == &context.config, "the request is for the session's lane");
