@@ -37,7 +37,8 @@ void write_all(int descriptor, const char* data, size_t count, const std::filesy
 
 }  // namespace
 
-AtomicFile::AtomicFile(const std::string& destination) : destination_(destination) {
+AtomicFile::AtomicFile(const std::string& destination, Durability durability)
+    : destination_(destination), durability_(durability) {
   std::string pattern = destination + ".tmp.XXXXXX";
   fd_ = mkostemp(pattern.data(), O_CLOEXEC);
   if (fd_ < 0) fail("cannot create a temporary file beside it");
@@ -64,11 +65,13 @@ void AtomicFile::write(const void* bytes, size_t count) {
 }
 
 void AtomicFile::commit() {
-  if (::fsync(fd_) != 0) fail("cannot fsync '" + path_ + "'");
+  const bool synced = durability_ == Durability::synced;
+  if (synced && ::fsync(fd_) != 0) fail("cannot fsync '" + path_ + "'");
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) fail("cannot close '" + path_ + "'");
   if (::rename(path_.c_str(), destination_.c_str()) != 0) fail("cannot rename '" + path_ + "' into place");
   path_.clear();
+  if (!synced) return;
   const auto slash = destination_.find_last_of('/');
   const std::string directory = slash == std::string::npos ? "." : slash == 0 ? "/" : destination_.substr(0, slash);
   const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -83,12 +86,13 @@ void AtomicFile::fail(const std::string& what) const {
   throw Error(ErrorKind::io, "writing '" + destination_ + "': " + what + ": " + std::strerror(errno));
 }
 
-void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, ParentFolders folders) {
+void write_file_atomic(const std::filesystem::path& path, std::string_view bytes, ParentFolders folders,
+                       Durability durability) {
   if (folders == ParentFolders::create && path.has_parent_path()) {
     std::error_code ignored;  // a folder that cannot be made fails the write below, naming the path
     std::filesystem::create_directories(path.parent_path(), ignored);
   }
-  AtomicFile file(path.string());
+  AtomicFile file(path.string(), durability);
   file.write(bytes.data(), bytes.size());
   file.commit();
 }

@@ -13,12 +13,21 @@
 
 namespace dit {
 
+// How far a write goes before it returns. `synced`: the file's data and its folder entry are on
+// the disk (fsync of both), for whatever must survive a crash of the machine. `replaced`: the
+// rename alone, still all or nothing for every reader, for files that live only until the
+// process that reads them next has read them (a benchmark's timed outputs, read back and deleted
+// by the performance gate; a render's outputs, judged in the same run): an fsync costs
+// milliseconds on a virtual disk, per file.
+enum class Durability { synced, replaced };
+
 // A temporary file beside `destination` (same folder, so the rename is atomic), renamed over it
-// by commit() after an fsync, then the folder entry synced; removed if never committed. Every
-// failure throws dit::Error(io) naming the destination and the system's reason.
+// by commit() after an fsync, then the folder entry synced (with Durability::synced); removed if
+// never committed. Every failure throws dit::Error(io) naming the destination and the system's
+// reason.
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::string& destination);
+  explicit AtomicFile(const std::string& destination, Durability durability = Durability::synced);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
   ~AtomicFile();
@@ -32,6 +41,7 @@ class AtomicFile {
   std::string destination_;
   std::string path_;  // the temporary file, empty once renamed
   int fd_ = -1;
+  Durability durability_;
 };
 
 // Whether a write first creates the destination's missing parent folders.
@@ -39,7 +49,7 @@ enum class ParentFolders { must_exist, create };
 
 // `bytes` as the whole of `path`, through an AtomicFile.
 void write_file_atomic(const std::filesystem::path& path, std::string_view bytes,
-                       ParentFolders folders = ParentFolders::must_exist);
+                       ParentFolders folders = ParentFolders::must_exist, Durability durability = Durability::synced);
 // `document` as indented JSON and a final newline, through write_file_atomic.
 void write_json_atomic(const std::filesystem::path& path, const nlohmann::json& document,
                        ParentFolders folders = ParentFolders::must_exist);

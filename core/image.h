@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/files.h"
+
 namespace dit {
 
 struct Image {
@@ -13,9 +15,10 @@ struct Image {
 };
 
 // PNG through libpng, with fixed settings: the same pixels always give the same bytes.
-// write_png writes atomically (core/files.h); every failure throws dit::Error naming the file.
+// write_png writes atomically (core/files.h; `durability` as there); every failure throws
+// dit::Error naming the file.
 std::string encode_png(const Image& image);
-void write_png(const std::string& path, const Image& image);
+void write_png(const std::string& path, const Image& image, Durability durability = Durability::synced);
 // Any PNG (palette, grey, alpha, 16 bits) as 8-bit RGB.
 Image read_png(const std::string& path);
 

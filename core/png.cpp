@@ -101,9 +101,9 @@ std::string encode_png(const Image& image) {
   return encoded;
 }
 
-void write_png(const std::string& path, const Image& image) {
+void write_png(const std::string& path, const Image& image, Durability durability) {
   check_shape("write_png " + path, image);
-  write_file_atomic(path, encode_png(image));
+  write_file_atomic(path, encode_png(image), ParentFolders::must_exist, durability);
 }
 
 Image read_png(const std::string& path) {

@@ -494,7 +494,7 @@ void encode_floats(const std::vector<float>& values, DType dtype, std::vector<st
 }
 
 void write_planned(const std::string& path, const std::vector<PlannedTensor>& tensors,
-                   const std::map<std::string, std::string>& metadata) {
+                   const std::map<std::string, std::string>& metadata, Durability durability = Durability::synced) {
   Json header = Json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   size_t offset = 0;
@@ -508,7 +508,7 @@ void write_planned(const std::string& path, const std::vector<PlannedTensor>& te
   const size_t unaligned = (kHeaderLengthBytes + header_text.size()) % kDataAlignment;
   if (unaligned != 0) header_text.append(kDataAlignment - unaligned, ' ');
 
-  AtomicFile file(path);
+  AtomicFile file(path, durability);
   const auto header_length = static_cast<uint64_t>(header_text.size());
   file.write(&header_length, sizeof(header_length));
   file.write(header_text.data(), header_text.size());
@@ -541,7 +541,7 @@ int64_t checked_count(const std::string& path, const std::string& name, const st
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata, DType dtype) {
+                       const std::map<std::string, std::string>& metadata, DType dtype, Durability durability) {
   if (dtype == DType::I64) {
     throw Error(ErrorKind::invalid_argument,
                 "writing safetensors " + in_quotes(path) + ": float tensors cannot be stored as I64");
@@ -563,7 +563,7 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
                          return std::span<const std::byte>(scratch);
                        }});
   }
-  write_planned(path, planned, metadata);
+  write_planned(path, planned, metadata, durability);
 }
 
 void write_safetensors_bytes(const std::string& path, const std::map<std::string, TensorBytes>& tensors,

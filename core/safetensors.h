@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/files.h"
 #include "core/half.h"
 #include "core/tensor.h"
 
@@ -75,9 +76,11 @@ class SafetensorsFile {
 // Writes float32 tensors (and optional string metadata) to `path` atomically: a temporary file
 // in the same directory, fsync, rename. Values are stored as `dtype` (F64, F32, F16 or BF16),
 // keys sorted, the data section 8-byte aligned, tensors packed in key order. Throws dit::Error
-// on failure, leaving `path` untouched.
+// on failure, leaving `path` untouched. `durability` as in core/files.h (the fsync only with
+// Durability::synced).
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {}, DType dtype = DType::F32);
+                       const std::map<std::string, std::string>& metadata = {}, DType dtype = DType::F32,
+                       Durability durability = Durability::synced);
 
 // A tensor in its stored form: numel(shape) * dtype_size(dtype) little-endian bytes.
 struct TensorBytes {

@@ -220,11 +220,12 @@ std::string output_hash(const Tensor& latent, const Image& image) {
   return hash.hex_digest();
 }
 
-RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered) {
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered,
+                                 Durability durability) {
   const std::string latent_path = out_dir + "/" + latent_file_name(case_id);
   const std::string image_path = out_dir + "/" + image_file_name(case_id);
-  write_safetensors(latent_path, {{kLatentTensorName, rendered.latent}}, {{"case", case_id}});
-  write_png(image_path, rendered.image);
+  write_safetensors(latent_path, {{kLatentTensorName, rendered.latent}}, {{"case", case_id}}, DType::F32, durability);
+  write_png(image_path, rendered.image, durability);
   RenderRecord record;
   record.latent_sha256 = sha256_file(latent_path);
   record.image_sha256 = sha256_file(image_path);

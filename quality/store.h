@@ -75,8 +75,11 @@ struct RenderedCase {
   Image image;
 };
 
-// Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes.
-RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered);
+// Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes. `durability`
+// as in core/files.h: the benchmark's timed outputs, read back and deleted by the performance gate,
+// pass Durability::replaced; a render (goldens among them) keeps the default.
+RenderRecord write_rendered_case(const std::string& out_dir, const std::string& case_id, const RenderedCase& rendered,
+                                 Durability durability = Durability::synced);
 bool identical_bytes(const RenderedCase& a, const RenderedCase& b);
 // SHA-256 of one image's outputs as raw bytes: the latent's float32 values ([1, C, s, s],
 // little-endian, as sampled) followed by the image's RGB bytes ([H, W, 3]). Independent of

@@ -23,26 +23,32 @@ size_t entries(const std::filesystem::path& folder) {
   return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(folder), {}));
 }
 
-TEST(Files, a_write_replaces_the_whole_file_and_leaves_nothing_beside_it) {
+class FilesByDurability : public testing::TestWithParam<Durability> {};
+
+TEST_P(FilesByDurability, a_write_replaces_the_whole_file_and_leaves_nothing_beside_it) {
   const test::ScratchDirectory scratch;
   const std::string path = scratch.file("out.json");
-  write_file_atomic(path, "a longer first version\n");
-  write_file_atomic(path, std::string("second\0binary", 13));
+  write_file_atomic(path, "a longer first version\n", ParentFolders::must_exist, GetParam());
+  write_file_atomic(path, std::string("second\0binary", 13), ParentFolders::must_exist, GetParam());
   EXPECT_EQ(read_text_file(path), std::string("second\0binary", 13));
   EXPECT_EQ(entries(scratch.path()), 1u);
 }
 
-TEST(Files, an_uncommitted_file_leaves_the_old_one) {
+TEST_P(FilesByDurability, an_uncommitted_file_leaves_the_old_one) {
   const test::ScratchDirectory scratch;
   const std::string path = scratch.file("out.json");
-  write_file_atomic(path, "old");
+  write_file_atomic(path, "old", ParentFolders::must_exist, GetParam());
   {
-    AtomicFile file(path);
+    AtomicFile file(path, GetParam());
     file.write("new", 3);
   }  // abandoned, as when a writer throws halfway
   EXPECT_EQ(read_text_file(path), "old");
   EXPECT_EQ(entries(scratch.path()), 1u);
 }
+
+INSTANTIATE_TEST_SUITE_P(SyncedAndReplaced, FilesByDurability,
+                         testing::Values(Durability::synced, Durability::replaced),
+                         [](const auto& info) { return info.param == Durability::synced ? "synced" : "replaced"; });
 
 TEST(Files, errors_name_the_file) {
   const test::ScratchDirectory scratch;
