@@ -34,7 +34,9 @@
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from (default: HEAD, the
 #             calibration's commit when that stage ran), lane --session-lane (a5500-session-256),
-#             at most --max-experiments experiments
+#             at most --max-experiments experiments; --session-lane takes a comma list of runs,
+#             one after the other, each LANE or LANE@work (through `dit-ar work --workers 1` on
+#             GPU 0), into session-out/ (one run) or session-out/<n>-<LANE>/
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
 #             torch_reference and diffusers (.deps/wheels from stage-wheels.sh); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
@@ -305,6 +307,19 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
 
 stage_session() {
   [ -n "$experiments" ] || { echo "no --experiments"; return 2; }
+  local runs=(${session_lane//,/ }) n=0 status=0 run_lane out_dir
+  for run_lane in "${runs[@]}"; do
+    n=$((n + 1))
+    out_dir=$work/session-out
+    [ ${#runs[@]} -gt 1 ] && out_dir=$work/session-out/$n-${run_lane/@/-}
+    echo "-- session run $n of ${#runs[@]}: $run_lane ($(date -u +%H:%M:%S))"
+    session_run "${run_lane%@work}" "$out_dir" "$([ "$run_lane" != "${run_lane%@work}" ] && echo 1)" || status=1
+  done
+  return $status
+}
+
+# One research session: lane $1 into $2, through dit-ar work with $3 workers when $3 is set.
+session_run() {
   local clone=$root/.session/repo
   rm -rf "$root/.session"
   mkdir -p "$root/.session"
@@ -319,9 +334,9 @@ stage_session() {
   fi
   from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
-  (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$session_lane" \
-      --experiments "$experiments" --out "$work/session-out" --dit-ar "$root/.session/dit-ar" \
-      ${max_experiments:+--max-experiments "$max_experiments"})
+  (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$1" \
+      --experiments "$experiments" --out "$2" --dit-ar "$root/.session/dit-ar" \
+      ${max_experiments:+--max-experiments "$max_experiments"} ${3:+--workers "$3" --gpus 0})
 }
 
 # Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:

@@ -14,6 +14,11 @@
 #                  {"patch": FILE, "classification": ..., "description": ...} in its order
 #   --out          where the packed results go (default ./session-out, or $OUT)
 #   --dit-ar       the driver binary (default: <lane build_dir>/driver/dit-ar, built if absent)
+#   --workers N    judge through `dit-ar work` instead of one `dit-ar experiment` at a time:
+#                  every experiment (at most --max-experiments) is queued as a patch on the
+#                  best (`dit-ar queue add --patch`), then `dit-ar work --workers N` judges the
+#                  queue, each worker in its own worktree and on its own GPU of --gpus LIST
+#                  (default 0, the first GPU; `none` on a CPU lane)
 #   Budgets, each checked between experiments (a running one always finishes and is recorded):
 #   --max-experiments N   stop after N experiments were judged
 #   --until TIME          start no experiment at or after TIME (anything `date -d` reads:
@@ -28,7 +33,7 @@
 # baseline stops it.
 #
 # $OUT receives: results.tsv, summary.txt, summary.json, report.html, state-logs.tar.gz (the
-# state directory's records and runs/ logs, build trees left out), timing.tsv (wall seconds per
+# state directory's records, queue and runs/ logs, build trees left out), timing.tsv (wall seconds per
 # experiment, from its commit to the driver's decision, and per driver stage) and session.log.
 # Exit: 0 when every step ran (whatever the decisions), 2 on a setup error, 1 when the
 # baseline failed or the driver ended with an internal error.
@@ -44,12 +49,16 @@ dit_ar="${DIT_AR:-}"
 config=config/autoresearch.json
 from=HEAD
 max_experiments=""
+workers=""
+gpus=0
 until_text=""
 stop_file=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --max-experiments) max_experiments="$2"; shift 2 ;;
     --until) until_text="$2"; shift 2 ;;
+    --workers) workers="$2"; shift 2 ;;
+    --gpus) gpus="$2"; shift 2 ;;
     --stop-file) stop_file="$2"; shift 2 ;;
     --lane) lane="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
@@ -58,7 +67,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -66,6 +75,9 @@ done
 [ -n "$experiments" ] || die "--experiments is required"
 if [ -n "$max_experiments" ]; then
   [[ $max_experiments =~ ^[1-9][0-9]*$ ]] || die "--max-experiments must be a positive integer, not '$max_experiments'"
+fi
+if [ -n "$workers" ]; then
+  [[ $workers =~ ^[1-9][0-9]*$ ]] || die "--workers must be a positive integer, not '$workers'"
 fi
 until_epoch=""
 if [ -n "$until_text" ]; then
@@ -214,7 +226,33 @@ budget_stop() {
 step=0
 judged=0
 stopped=""
-while [ $session_status -eq 0 ] && IFS=$'\t' read -r -u 3 patch classification description; do
+queued=0
+while [ $session_status -eq 0 ] && [ -n "$workers" ] && IFS=$'\t' read -r -u 3 patch classification description; do
+  # Queued, not yet judged: the budgets bound what is queued, and dit-ar work judges it all.
+  if [ -n "$max_experiments" ] && [ "$queued" -ge "$max_experiments" ]; then
+    stopped="--max-experiments $max_experiments reached"
+    say "stopped before $(basename "$patch" .patch): $stopped"
+    break
+  fi
+  name=$(basename "$patch" .patch)
+  run_step "queue $name" queue add --patch "$patch" --classification "$classification" --description "$description"
+  if [ $rc -ne 0 ]; then
+    say "dit-ar queue add refused $name (exit $rc); see $log"
+    continue
+  fi
+  queued=$((queued + 1))
+done 3<"$list"
+if [ $session_status -eq 0 ] && [ -n "$workers" ] && [ "$queued" -gt 0 ]; then
+  before_rows=$(wc -l <"$state_dir/results.tsv")
+  run_step work work --workers "$workers" --gpus "$gpus"
+  # One row per decision dit-ar work recorded (its stages are in its run folder's worker.json and logs).
+  tail -n +"$((before_rows + 1))" "$state_dir/results.tsv" |
+    awk -F'\t' -v OFS='\t' -v first="$step" -v rc="$rc" \
+      '{ print first + NR, $15, substr($2, 1, 7), $6, rc, "-", "-", "-", "work:" $16 }' >>"$timing"
+  judged=$(( $(wc -l <"$state_dir/results.tsv") - before_rows ))
+  [ $rc -eq 0 ] || { say "dit-ar work ended with exit $rc; see $log"; session_status=$([ $rc -eq 2 ] && echo 2 || echo 1); }
+fi
+while [ $session_status -eq 0 ] && [ -z "$workers" ] && IFS=$'\t' read -r -u 3 patch classification description; do
   stopped=$(budget_stop)
   if [ -n "$stopped" ]; then
     say "stopped before $(basename "$patch" .patch): $stopped"
@@ -263,7 +301,7 @@ ar summary --limit 0 >"$out/summary.txt" 2>>"$log" || say "dit-ar summary failed
 ar summary --limit 0 --json >"$out/summary.json" 2>>"$log" || say "dit-ar summary --json failed"
 ar report --out "$out/report.html" >>"$log" 2>&1 || say "dit-ar report failed"
 records=()
-for f in session.json best.json results.tsv environment.json runs; do
+for f in session.json best.json results.tsv environment.json queue.json runs; do
   [ -e "$state_dir/$f" ] && records+=("$f")
 done
 tar -czf "$out/state-logs.tar.gz" -C "$state_dir" --exclude='*.safetensors' --exclude='*.bin' \
