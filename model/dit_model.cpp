@@ -36,6 +36,16 @@ void check_backend(Backend backend, Precision precision) {
   throw Error(ErrorKind::invalid_argument, "unknown backend");
 }
 
+void start_backend(Backend backend) {
+  if (backend != Backend::cuda) return;
+#if DIT_WITH_CUDA
+  const cudaError_t status = cudaFree(nullptr);
+  if (status != cudaSuccess)
+    throw Error(ErrorKind::device,
+                std::string("the cuda backend could not start its context: ") + cudaGetErrorString(status));
+#endif
+}
+
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,
                                      Precision precision, const EngineOptions& options) {
   check_backend(backend, precision);

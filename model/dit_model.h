@@ -41,6 +41,11 @@ class DitModel {
 // milliseconds), (invalid_argument) for a precision the backend does not run. A program calls it
 // before it builds or loads weights, so a missing GPU is reported at once, not after them.
 void check_backend(Backend backend, Precision precision);
+// Starts the backend's device now: for cuda, the runtime's primary context on the current device
+// (the first runtime call that needs one would start it otherwise, inside whichever load came
+// first); nothing for cpu. A program that times its start calls it after check_backend, so the
+// context is a phase of its own. Throws dit::Error (device) when the context cannot be made.
+void start_backend(Backend backend);
 
 // Throws dit::Error (device) when the backend is not built in or no GPU is usable.
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const DitWeights& weights,

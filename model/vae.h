@@ -7,9 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/backend.h"
@@ -57,6 +60,8 @@ struct VaeWeights {
   // Diffusers names, or the original LDM names (converted on load). Checks shapes, and refuses
   // a NaN or infinite value by tensor and element.
   static VaeWeights load(const std::string& path, const VaeConfig& config);
+  // Seeded weights: N(0, 1/fan_in) convolution and projection weights, norm gains N(1, 0.1),
+  // biases N(0, 0.05), each tensor from its own counter-based stream (seed and name).
   static VaeWeights random(const VaeConfig& config, uint64_t seed);
 };
 
@@ -73,5 +78,26 @@ class VaeDecoder {
 
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
                                              Precision precision = Precision::fp32, const EngineOptions& options = {});
+
+// A decoder made on a thread of its own by `make` (its weights, library handles and upload), so
+// that its load overlaps what the caller does meanwhile: the DiT's load and first sampling steps.
+// wait() waits for it and rethrows what `make` threw; decode() waits first. The destructor waits
+// for a making still under way.
+class PendingVaeDecoder final : public VaeDecoder {
+ public:
+  PendingVaeDecoder(VaeConfig config, std::function<std::unique_ptr<VaeDecoder>()> make)
+      : config_(std::move(config)), making_(std::async(std::launch::async, std::move(make))) {}
+  const VaeConfig& config() const override { return config_; }
+  VaeDecoder& wait() {
+    if (!made_) made_ = making_.get();
+    return *made_;
+  }
+  Tensor decode(const Tensor& z) override { return wait().decode(z); }
+
+ private:
+  VaeConfig config_;
+  std::future<std::unique_ptr<VaeDecoder>> making_;
+  std::unique_ptr<VaeDecoder> made_;
+};
 
 }  // namespace dit

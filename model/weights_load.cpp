@@ -3,8 +3,10 @@
 // layout reads each tensor by its own name; diffusers' layout reads it from the names
 // diffusers_tensor_names gives (weights_diffusers.cpp).
 #include <cstring>
+#include <exception>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -157,10 +159,24 @@ DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) 
   }
 
   // Non-finite weights would only show as NaN latents: each tensor is refused by name and first
-  // bad element, in the conversion's own pass.
+  // bad element, in the conversion's own pass. The tensors are converted on every core (the
+  // mapping is read-only); the first failure in name order is the one reported.
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> items(expected.begin(), expected.end());
+  std::vector<Tensor> tensors(items.size());
+  std::vector<std::exception_ptr> failures(items.size());
+  const auto count = static_cast<int64_t>(items.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < count; ++i) {
+    try {
+      tensors[i] = read_tensor(file, plan.sources.at(items[i].first), items[i].second, config);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
   DitWeights weights;
-  for (const auto& [name, shape] : expected)
-    weights.tensors.emplace(name, read_tensor(file, plan.sources.at(name), shape, config));
+  for (size_t i = 0; i < items.size(); ++i) weights.tensors.emplace(items[i].first, std::move(tensors[i]));
   return weights;
 }
 

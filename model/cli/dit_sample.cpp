@@ -18,9 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -131,7 +133,8 @@ void add_options(CLI::App& app, Options& o) {
                  "one forward pass instead of sampling: a safetensors file with x [B, C, S, S] (float), t and y [B]");
   app.add_option("--forward-output", o.forward_output, "with --forward-inputs: the safetensors file of its output");
   app.add_option("--phase-times", o.phase_times,
-                 "write where the time to the first sampling step went, per phase, as JSON to this file");
+                 "write where the time to the model being ready (first sampling step done, VAE made) went, per phase, "
+                 "as JSON to this file");
   app.add_option("--spawn-monotonic-ns", o.spawn_ns,
                  "with --phase-times: the parent's CLOCK_MONOTONIC in nanoseconds when it spawned this process");
   app.add_option("--vae", o.vae,
@@ -219,7 +222,8 @@ class ProgressLine {
   Clock::time_point start_, last_print_;
 };
 
-// Where the time from process start to the first sampling step goes (--phase-times). The zero is
+// Where the time from process start to the model being ready goes (--phase-times): ready when the
+// first sampling step is done and the VAE, made beside the DiT and that step, too. The zero is
 // the spawn when the parent gives it (--spawn-monotonic-ns: CLOCK_MONOTONIC in nanoseconds, as
 // bench_cold_start passes it; steady_clock is that clock), else main's entry; each mark gives
 // the time since the previous one to its phase.
@@ -248,12 +252,11 @@ class PhaseTimes {
   void overlapped(const char* work, Clock::time_point start, Clock::time_point end) {
     overlapped_.emplace_back(work, milliseconds(start, end));
   }
-  // The first sampling step is done: the model is ready.
+  // The first sampling step is done, and the VAE (awaited after it) is ready: so is the model.
   void ready() {
-    if (ready_ms_ >= 0) return;
-    mark("first_step");
-    ready_ms_ = milliseconds(zero_, last_);
+    if (ready_ms_ < 0) ready_ms_ = milliseconds(zero_, last_);
   }
+  bool is_ready() const { return ready_ms_ >= 0; }
   void write(const std::string& path) const {
     if (path.empty()) return;
     nlohmann::json phases = nlohmann::json::array();  // in the order they ran
@@ -379,6 +382,8 @@ int run(const Options& o) {
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);
   phases.mark("backend_check");
+  dit::start_backend(backend);
+  phases.mark("context");
   // Each checkpoint is hashed before it is loaded, so a file that is not the expected one is
   // refused before seconds of loading; the request records the hashes either way.
   WeightsHashes hashes;
@@ -391,11 +396,11 @@ int run(const Options& o) {
   const std::string vae_name = forward_only ? "none" : resolve_vae(o, config);
   if (vae_name == "none" && !o.vae_weights_path.empty() && !forward_only)
     throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
-  std::future<std::unique_ptr<dit::VaeDecoder>> vae_loading;
+  std::unique_ptr<dit::PendingVaeDecoder> vae;
   if (vae_name != "none") {
-    vae_loading = std::async(std::launch::async, [&o, &vae_name, &phases, backend, precision] {
+    const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
+    vae = std::make_unique<dit::PendingVaeDecoder>(vae_config, [&o, vae_config, &phases, backend, precision] {
       const auto start = PhaseTimes::Clock::now();
-      const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
       const dit::VaeWeights weights = o.vae_weights_path.empty()
                                           ? dit::VaeWeights::random(vae_config, o.weights_seed)
                                           : dit::VaeWeights::load(o.vae_weights_path, vae_config);
@@ -419,11 +424,6 @@ int run(const Options& o) {
     phases.mark("dit_model");
   }
   if (forward_only) return forward_to_file(o, *model, hashes.dit);
-  std::unique_ptr<dit::VaeDecoder> vae;
-  if (vae_loading.valid()) {
-    vae = vae_loading.get();
-    phases.mark("vae");  // what the VAE's load adds after the DiT's
-  }
   std::fprintf(stderr, "%s (%lld parameters), %zu image(s), %s %d steps, cfg %.2f, %s %s, VAE %s\n",
                config.name.c_str(), static_cast<long long>(config.parameter_count()), request.class_labels.size(),
                o.sampler.c_str(), request.steps, request.cfg_scale, o.backend.c_str(), o.precision.c_str(),
@@ -436,10 +436,20 @@ int run(const Options& o) {
 
   ProgressLine progress;
   phases.mark("setup");
+  // The VAE is awaited after the first step, which its load overlaps: a VAE that failed to load
+  // stops the run there, a fraction of a second in, not after the sampling.
+  dit::PendingVaeDecoder* pending = vae.get();
   const auto report = [&](int done, int total) {
-    if (done == 1) phases.ready();
+    if (!phases.is_ready()) {
+      phases.mark("first_step");
+      if (pending) {
+        pending->wait();
+        phases.mark("vae");  // what the VAE's load adds after the first step
+      }
+      phases.ready();
+    }
     progress(done, total);
-    if (done == total && vae) std::fprintf(stderr, "decoding %zu image(s)\n", request.class_labels.size());
+    if (done == total && pending) std::fprintf(stderr, "decoding %zu image(s)\n", request.class_labels.size());
   };
   const auto start = std::chrono::steady_clock::now();
   dit::PipelineResult result;

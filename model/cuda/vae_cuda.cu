@@ -86,7 +86,11 @@ struct UpBlockParams {
 // convolution's bias is staged twice: float32 for the bias kernel, the storage type for cuDNN.
 class WeightStaging {
  public:
-  explicit WeightStaging(DeviceDtype dtype, bool fused_bias = false) : dtype_(dtype), fused_bias_(fused_bias) {}
+  // `reserve_bytes`: about what the staged image will hold, so that it grows without copies.
+  explicit WeightStaging(DeviceDtype dtype, bool fused_bias = false, size_t reserve_bytes = 0)
+      : dtype_(dtype), fused_bias_(fused_bias) {
+    bytes_.reserve(reserve_bytes);
+  }
 
   size_t add(const std::vector<float>& values, DeviceDtype dtype) {
     const size_t offset = cuda::align_up(bytes_.size());
@@ -113,6 +117,7 @@ class WeightStaging {
     const Tensor& b = weights.at(prefix + "bias");
     const int out = static_cast<int>(w.shape[0]), in = static_cast<int>(w.shape[1]), k = static_cast<int>(w.shape[2]);
     std::vector<float> packed(static_cast<size_t>(out_pad) * k * k * in_pad, 0.0f);
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(out) * in * k * k > 65536)
     for (int o = 0; o < out; ++o)
       for (int i = 0; i < in; ++i)
         for (int t = 0; t < k * k; ++t)
@@ -275,7 +280,11 @@ class CudaVaeDecoder final : public VaeDecoder {
   }
 
   void upload_weights(const VaeWeights& weights) {
-    WeightStaging staging(dtype_, fuse_bias_);
+    // Parameters padded to 8 channels and each stored once (biases up to three times: float32,
+    // fused, storage type), in at most 4 bytes: twice the float32 count is a safe reserve.
+    size_t parameters = 0;
+    for (const auto& [name, tensor] : weights.tensors) parameters += tensor.data.size();
+    WeightStaging staging(dtype_, fuse_bias_, 2 * parameters * sizeof(float));
     const int latent_pad = padded(layout_.latent_channels);
     post_quant_ = staging.conv(weights, "post_quant_conv.", latent_pad, latent_pad);
     conv_in_ = staging.conv(weights, "decoder.conv_in.", latent_pad, layout_.top_channels);

@@ -96,17 +96,15 @@ Renderer::Loaded& Renderer::load(const Case& c) {
     case_error(c, "class_label " + std::to_string(c.class_label) + " is not below the model's " +
                       std::to_string(loaded->config.num_classes) + " classes");
   // The VAE (its weights made on the host, its library handles and upload) is made on a helper
-  // thread beside the DiT's load.
-  std::future<std::unique_ptr<VaeDecoder>> vae_loading =
-      std::async(std::launch::async, [this, &vae_config, seed = c.weights_seed] {
-        return make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, seed),
-                                settings_.precision, settings_.engine);
-      });
+  // thread beside the DiT's load and the first case's sampling; the first decode waits for it.
+  loaded->vae = std::make_unique<PendingVaeDecoder>(vae_config, [this, vae_config, seed = c.weights_seed] {
+    return make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, seed), settings_.precision,
+                            settings_.engine);
+  });
   loaded->model = random_in_model
                       ? make_model(settings_.backend, loaded->config, RandomDitWeights{c.weights_seed},
                                    settings_.precision, settings_.engine)
                       : make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
-  loaded->vae = vae_loading.get();
   loaded_ = std::move(loaded);
   return *loaded_;
 }

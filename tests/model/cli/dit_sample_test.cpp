@@ -76,50 +76,61 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
   EXPECT_TRUE(std::equal(start.data.begin(), start.data.end(), all_rows.data.begin()));
 }
 
-// --phase-times: the phases from the spawn (--spawn-monotonic-ns) or main's entry to the first
-// sampling step, in the order they ran, adding up to ready_ms.
-TEST_F(DitSample, PhaseTimesAddUpToTheFirstStep) {
+// --phase-times: where the time to the model being ready went, phase by phase in the order they
+// ran, adding up to ready_ms. With a VAE, it is awaited after the first step (the phase `vae`),
+// and its thread's own parts are listed apart.
+TEST_F(DitSample, PhaseTimesAddUpToReady) {
   const std::filesystem::path phases_path = out_dir / "phases.json";
   for (const bool from_spawn : {true, false}) {
-    SCOPED_TRACE(from_spawn ? "from the spawn" : "from main");
-    std::filesystem::remove_all(out_dir);
-    std::filesystem::create_directories(out_dir);
-    std::string spawn;
-    if (from_spawn) {
-      const auto now = std::chrono::steady_clock::now().time_since_epoch();
-      spawn =
-          " --spawn-monotonic-ns " + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+    for (const std::string vae : {"none", "tiny"}) {
+      SCOPED_TRACE(std::string(from_spawn ? "from the spawn" : "from main") + ", VAE " + vae);
+      std::filesystem::remove_all(out_dir);
+      std::filesystem::create_directories(out_dir);
+      std::string spawn;
+      if (from_spawn) {
+        const auto now = std::chrono::steady_clock::now().time_since_epoch();
+        spawn = " --spawn-monotonic-ns " +
+                std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count());
+      }
+      const ProcessResult run =
+          run_dit_sample("--model DiT-S/8 --random-weights --class 1 --steps 2 --sampler ddim --vae " + vae +
+                         " --phase-times " + phases_path.string() + spawn + " --out " + out_dir.string());
+      ASSERT_EQ(run.exit_code, 0) << run.output;
+      const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
+      EXPECT_EQ(times["zero"], from_spawn ? "spawn" : "main");
+      std::vector<std::string> names;
+      double sum = 0;
+      for (const auto& phase : times["phases"]) {
+        names.push_back(phase["phase"]);
+        EXPECT_GE(phase["ms"].get<double>(), 0.0) << phase.dump();
+        sum += phase["ms"].get<double>();
+      }
+      std::vector<std::string> expected{"arguments",   "backend_check", "context", "hash",
+                                        "dit_weights", "dit_model",     "setup",   "first_step"};
+      if (from_spawn) expected.insert(expected.begin(), "process");
+      if (vae != "none") expected.push_back("vae");
+      EXPECT_EQ(names, expected);
+      // Work beside the phases (the VAE's, on its own thread) is listed apart: none without a VAE.
+      ASSERT_TRUE(times["overlapped"].is_array());
+      std::vector<std::string> overlapped;
+      for (const auto& work : times["overlapped"]) {
+        overlapped.push_back(work["work"]);
+        EXPECT_GT(work["ms"].get<double>(), 0.0) << work.dump();
+      }
+      const std::vector<std::string> expected_overlapped =
+          vae == "none" ? std::vector<std::string>{} : std::vector<std::string>{"vae_weights", "vae_decoder"};
+      EXPECT_EQ(overlapped, expected_overlapped);
+      const double ready = times["ready_ms"].get<double>();
+      EXPECT_NEAR(sum, ready, 1e-6 * ready + 1e-3);
+      EXPECT_GT(ready, 0.0);
+      EXPECT_LE(ready, times["total_ms"].get<double>());
     }
-    const ProcessResult run = run_dit_sample(
-        "--model DiT-S/8 --random-weights --class 1 --steps 2 --sampler ddim "
-        "--vae none --phase-times " +
-        phases_path.string() + spawn + " --out " + out_dir.string());
-    ASSERT_EQ(run.exit_code, 0) << run.output;
-    const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
-    EXPECT_EQ(times["zero"], from_spawn ? "spawn" : "main");
-    std::vector<std::string> names;
-    double sum = 0;
-    for (const auto& phase : times["phases"]) {
-      names.push_back(phase["phase"]);
-      EXPECT_GE(phase["ms"].get<double>(), 0.0) << phase.dump();
-      sum += phase["ms"].get<double>();
-    }
-    std::vector<std::string> expected{"arguments", "backend_check", "hash",      "dit_weights",
-                                      "dit_model", "setup",         "first_step"};
-    if (from_spawn) expected.insert(expected.begin(), "process");
-    EXPECT_EQ(names, expected);
-    // Work beside the phases (the VAE's, on its own thread) is listed apart: none without a VAE.
-    ASSERT_TRUE(times["overlapped"].is_array());
-    EXPECT_TRUE(times["overlapped"].empty());
-    const double ready = times["ready_ms"].get<double>();
-    EXPECT_NEAR(sum, ready, 1e-6 * ready + 1e-3);
-    EXPECT_GT(ready, 0.0);
-    EXPECT_LE(ready, times["total_ms"].get<double>());
   }
 }
 
-// With a VAE, its weights and decoder are made on a thread beside the DiT's load: the phase `vae`
-// is what that adds after the DiT, and the thread's own two parts are listed apart.
+// With a VAE, its weights and decoder are made on a thread beside the DiT's load and first step:
+// the phase `vae` is what that adds after the first step, and the thread's own two parts are
+// listed apart.
 TEST_F(DitSample, PhaseTimesListTheVaeMadeBesideTheDit) {
   const std::filesystem::path phases_path = out_dir / "phases.json";
   const ProcessResult run =
@@ -129,8 +140,8 @@ TEST_F(DitSample, PhaseTimesListTheVaeMadeBesideTheDit) {
   const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
   std::vector<std::string> names, overlapped;
   for (const auto& phase : times["phases"]) names.push_back(phase["phase"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "dit_weights", "dit_model", "vae",
-                                             "setup", "first_step"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "context", "hash", "dit_weights",
+                                             "dit_model", "setup", "first_step", "vae"}));
   for (const auto& work : times["overlapped"]) {
     overlapped.push_back(work["work"]);
     EXPECT_GE(work["ms"].get<double>(), 0.0) << work.dump();

@@ -192,6 +192,25 @@ TEST(VaeWeights, RandomIsSeededAndComplete) {
     EXPECT_EQ(tensor.data, b.at(name).data) << name;
     EXPECT_NE(tensor.data, c.at(name).data) << name;
   }
+  // Each tensor holds the spread it is drawn with: norm gains about N(1, 0.1), other weights
+  // N(0, 1/fan_in), biases N(0, 0.05) (tensors of at least 2000 values; 10% on the spread).
+  for (const auto& [name, tensor] : a.tensors) {
+    const size_t n = tensor.data.size();
+    if (n < 2000) continue;
+    double sum = 0, sum2 = 0;
+    for (float v : tensor.data) sum += v;
+    const double mean = sum / n;
+    for (float v : tensor.data) sum2 += (v - mean) * (v - mean);
+    const double spread = std::sqrt(sum2 / (n - 1));
+    const bool weight = name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    const bool norm = name.find("norm") != std::string::npos;
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < tensor.shape.size(); ++i) fan_in *= tensor.shape[i];
+    const double want_mean = norm && weight ? 1.0 : 0.0;
+    const double want_spread = norm && weight ? 0.1 : weight ? 1.0 / std::sqrt(double(fan_in)) : 0.05;
+    EXPECT_NEAR(mean, want_mean, 5 * want_spread / std::sqrt(double(n))) << name;
+    EXPECT_NEAR(spread, want_spread, 0.1 * want_spread) << name;
+  }
   // Random weights give a decoder whose output is finite, not constant, and of unit scale.
   auto decoder = make_vae_decoder(Backend::cpu, config, a);
   const Tensor z(std::vector<int64_t>{1, 4, 4, 4});
