@@ -56,8 +56,12 @@ TEST_P(TestShards, RunsEveryCaseOnceAndReportsTheWhole) {
   const Ran ran = read_log(log);
   EXPECT_EQ(ran.cases.size(), 12u) << result.output;
   for (const auto& [name, times] : ran.cases) EXPECT_EQ(times, 1) << name << " ran " << times << " times";
-  if (row.processes) EXPECT_EQ(ran.processes.size(), row.processes) << result.output;
-  if (row.planted_failure) EXPECT_NE(result.output.find("planted failure"), std::string::npos) << result.output;
+  if (row.processes) {
+    EXPECT_EQ(ran.processes.size(), row.processes) << result.output;
+  }
+  if (row.planted_failure) {
+    EXPECT_NE(result.output.find("planted failure"), std::string::npos) << result.output;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rows, TestShards,
