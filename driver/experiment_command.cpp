@@ -237,55 +237,14 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   nlohmann::json inflight{{"phase", "running"},        {"kind", "experiment"},        {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()}};
   context.state.store_inflight(inflight);
-  RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
-  request.classification = experiment.classification;
-  request.min_improvement_percent = effective_min_improvement(session, lane);
   write_json_atomic(run_dir / "environment.json", {{"gpu", record.gpu}, {"timestamp", record.timestamp}});
-
-  RunFacts facts;
-  GuardFindings findings;
-  if (auto failure = ensure_judge_build(context, lane, session, request)) {
-    facts.stage_failure = failure;
-  } else if (auto best_failure = prepare_best_build(context, lane, best, request)) {
-    facts.stage_failure = best_failure;
-  } else {
-    request = session_run_request(context, lane, run_dir, inflight, progress);
+  const auto make_request = [&] {
+    RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
     request.classification = experiment.classification;
     request.min_improvement_percent = effective_min_improvement(session, lane);
-    prepare_candidate_tree(context, lane, head);
-    RunGuard guard(context, session, lane, head, best);
-    try {
-      facts = run_commit(request);
-    } catch (const std::exception&) {
-      // A write of the driver's own failed (a full disk, a failing fsync): the run ends with
-      // that error, after what its processes changed is put back.
-      try {
-        guard.repair(guard.check(), run_dir / "checkout-changes");
-      } catch (const std::exception& repair_error) {
-        progress.warning(std::string("after the failed run, the checks could not finish: ") + repair_error.what());
-      }
-      throw;
-    }
-    findings = guard.check();
-    facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
-    guard.repair(findings, run_dir / "checkout-changes");
-    if (findings.best_changed) {
-      if (auto rebuild = prepare_best_build(context, lane, best, request))
-        progress.warning("rebuilding the best after the run changed it: " + *rebuild);
-    }
-    if (findings.judge_changed) {
-      if (auto rebuild = ensure_judge_build(context, lane, session, request))
-        progress.warning("rebuilding the judge after the run changed it: " + *rebuild);
-    }
-  }
-  Decision decision = decide(facts);
-  refuse_if_out_of_space(context, run_dir, decision.status, head, "experiment");
-  record.status = decision.status;
-  record.reasons = decision.reasons;
-  record.checkout_changes = findings.checkout_changes;
-  record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
-  fill_objective(record, facts.gate_reports);
-  write_json_atomic(run_dir / "run.json", record.to_json());
+    return request;
+  };
+  judge_candidate(context, lane, session, head, best, make_request, false, progress, run_dir, "experiment", record);
 
   inflight["phase"] = "recording";
   inflight["record"] = record.to_json();

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "driver/decision.h"
 #include "driver/pipeline.h"
 
 namespace dit::ar {
@@ -148,6 +149,55 @@ void report_sealed(const StateDirectory& state, const std::vector<fs::path>& sea
     std::cerr << "dit-ar: sealed " << now.substr(0, now.rfind(".interrupted")) << " (a run that ended without a "
               << "decision), now " << now << ", read-only; nothing writes into it any more\n";
   }
+}
+
+void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& session, const std::string& head,
+                     const std::string& best, const std::function<RunRequest()>& make_request, bool coordinated,
+                     ProgressReporter& progress, const fs::path& run_dir, const std::string& command,
+                     ExperimentRecord& record) {
+  RunFacts facts;
+  GuardFindings findings;
+  RunRequest request = make_request();
+  if (auto failure = ensure_judge_build(context, lane, session, request)) {
+    facts.stage_failure = failure;
+  } else if (auto best_failure = prepare_best_build(context, lane, best, request)) {
+    facts.stage_failure = best_failure;
+  } else {
+    request = make_request();
+    prepare_candidate_tree(context, lane, head);
+    RunGuard guard(context, session, lane, head, best, coordinated);
+    try {
+      facts = run_commit(request);
+    } catch (const std::exception&) {
+      // A write of the driver's own failed (a full disk, a failing fsync): the run ends with
+      // that error, after what its processes changed is put back.
+      try {
+        guard.repair(guard.check(), run_dir / "checkout-changes");
+      } catch (const std::exception& repair_error) {
+        progress.warning(std::string("after the failed run, the checks could not finish: ") + repair_error.what());
+      }
+      throw;
+    }
+    findings = guard.check();
+    facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
+    guard.repair(findings, run_dir / "checkout-changes");
+    if (findings.best_changed) {
+      if (auto rebuild = prepare_best_build(context, lane, best, request))
+        progress.warning("rebuilding the best after the run changed it: " + *rebuild);
+    }
+    if (findings.judge_changed) {
+      if (auto rebuild = ensure_judge_build(context, lane, session, request))
+        progress.warning("rebuilding the judge after the run changed it: " + *rebuild);
+    }
+  }
+  Decision decision = decide(facts);
+  refuse_if_out_of_space(context, run_dir, decision.status, head, command);
+  record.status = decision.status;
+  record.reasons = decision.reasons;
+  record.checkout_changes = findings.checkout_changes;
+  record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
+  fill_objective(record, facts.gate_reports);
+  write_json_atomic(run_dir / "run.json", record.to_json());
 }
 
 }  // namespace dit::ar

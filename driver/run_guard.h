@@ -11,12 +11,15 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "driver/pipeline.h"
+#include "driver/progress.h"
+#include "driver/recording.h"
 #include "driver/protection.h"
 #include "driver/session.h"
 
@@ -61,6 +64,19 @@ class RunGuard {
   std::string best_;
   Snapshot records_;
 };
+
+// The judging of `head` against `best`, the same for `dit-ar experiment` and for each worker of
+// `dit-ar work` (`coordinated`, as in RunGuard): the judge's and the best's builds, then the
+// candidate's run (each request from `make_request`, made again once those builds exist) under a
+// RunGuard, whose findings become rejections and are repaired (the best or the judge rebuilt when
+// the run changed them); then the decision, refused as an environment error on a full disk
+// (refuse_if_out_of_space, naming `command`), into `record`'s status, reasons, checkout changes,
+// quality and objective, written to `run_dir`/run.json. A driver write that fails during the run
+// rethrows after the repair.
+void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& session, const std::string& head,
+                     const std::string& best, const std::function<RunRequest()>& make_request, bool coordinated,
+                     ProgressReporter& progress, const std::filesystem::path& run_dir, const std::string& command,
+                     ExperimentRecord& record);
 
 // Throws dit::Error(io) instead of letting a run whose decision would be `status` be recorded,
 // when the run failed because the state directory's file system is full (out_of_space_evidence

@@ -325,53 +325,13 @@ int run_worker(const CommonOptions& options, const WorkerOptions& worker) {
     request.min_improvement_percent = effective_min_improvement(session, lane);
     return request;
   };
-  RunRequest request = request_for_run();
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   write_json_atomic(run_dir / "environment.json", {{"gpu", record.gpu},
                                                    {"timestamp", record.timestamp},
                                                    {"worker", worker.worker},
                                                    {"gpu_index", worker.gpu},
                                                    {"cuda_visible_devices", visible ? visible : ""}});
-  RunFacts facts;
-  GuardFindings findings;
-  if (auto failure = ensure_judge_build(context, lane, session, request)) {
-    facts.stage_failure = failure;
-  } else if (auto best_failure = prepare_best_build(context, lane, best, request)) {
-    facts.stage_failure = best_failure;
-  } else {
-    request = request_for_run();
-    prepare_candidate_tree(context, lane, head);
-    RunGuard guard(context, session, lane, head, best, true);
-    try {
-      facts = run_commit(request);
-    } catch (const std::exception&) {
-      try {
-        guard.repair(guard.check(), run_dir / "checkout-changes");
-      } catch (const std::exception& repair_error) {
-        progress.warning(std::string("after the failed run, the checks could not finish: ") + repair_error.what());
-      }
-      throw;
-    }
-    findings = guard.check();
-    facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
-    guard.repair(findings, run_dir / "checkout-changes");
-    if (findings.best_changed) {
-      if (auto rebuild = prepare_best_build(context, lane, best, request))
-        progress.warning("rebuilding the best after the run changed it: " + *rebuild);
-    }
-    if (findings.judge_changed) {
-      if (auto rebuild = ensure_judge_build(context, lane, session, request))
-        progress.warning("rebuilding the judge after the run changed it: " + *rebuild);
-    }
-  }
-  Decision decision = decide(facts);
-  refuse_if_out_of_space(context, run_dir, decision.status, head, "work");
-  record.status = decision.status;
-  record.reasons = decision.reasons;
-  record.checkout_changes = findings.checkout_changes;
-  record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);
-  fill_objective(record, facts.gate_reports);
-  write_json_atomic(run_dir / "run.json", record.to_json());
+  judge_candidate(context, lane, session, head, best, request_for_run, true, progress, run_dir, "work", record);
   context.state.clear_inflight();
   return kExitKeep;
 }
