@@ -7,8 +7,11 @@
 #      the results hold the baseline and two rows, timing.tsv their exit codes (0, 3);
 #   2. an --until already past: no experiment starts, and the log says why (a stop file is
 #      checked at the same point; left out here to keep the test at two sessions of the fixture);
-#   3. a budget that is not one (--max-experiments 0, an --until date cannot read): exit 2
-#      before anything runs.
+#   3. a budget that is not one (--max-experiments 0, an --until date cannot read, --workers 0):
+#      exit 2 before anything runs;
+#   4. --workers 1 --gpus none: the experiments are queued as patches on the best and dit-ar work
+#      judges them: the first (made on the baseline) is KEEP, the two made on top of it do not
+#      apply to the baseline and are refused at queue time; timing.tsv has the decision's row.
 # Usage: research_session_test.sh DIT_AR PERF_GATE FIXTURE SCRIPT
 set -uo pipefail
 DIT_AR=$1
@@ -77,7 +80,7 @@ expect_text "stopped before 01-plan-20: --until 1 minute ago reached"
 [ "$(rows)" -eq 1 ] || fail "results.tsv has $(rows) rows, not the baseline's alone"
 
 step "a budget that is not one: exit 2 before anything runs"
-for bad in "--max-experiments 0" "--max-experiments two" "--until not-a-date"; do
+for bad in "--workers 0" "--max-experiments 0" "--max-experiments two" "--until not-a-date"; do
   # shellcheck disable=SC2086
   session bad --tag bad --out "$WORK/out-bad" $bad
   expect_rc 2
@@ -85,5 +88,17 @@ for bad in "--max-experiments 0" "--max-experiments two" "--until not-a-date"; d
   git_ rev-parse -q --verify refs/heads/autoresearch/bad >/dev/null && fail "$bad: the script created the branch"
 done
 expect_text "--until: date cannot read 'not-a-date'"
+
+step "--workers 1: queued as patches, judged by dit-ar work"
+new_repo work
+session work --tag work --out "$WORK/out-work" --workers 1 --gpus none
+expect_rc 0
+expect_text "dit-ar queue add refused 02-plan-40"
+[ "$(rows)" -eq 2 ] || fail "results.tsv has $(rows) rows, not the baseline and the one queued experiment"
+[ "$(row_field 2 status)" = KEEP ] || fail "row 2 is $(row_field 2 status), not KEEP"
+work_rows=$(awk -F'\t' 'NR > 2 && $9 ~ /^work:runs\// { printf "%s=%s ", $4, $5 }' "$WORK/out-work/timing.tsv")
+[ "$work_rows" = "KEEP=0 " ] || fail "timing.tsv's rows of dit-ar work are '$work_rows'"
+packed=$(tar -tzf "$WORK/out-work/state-logs.tar.gz" 2>&1 | grep -v "^runs/." | tr '\n' ' ')
+case " $packed " in *" queue.json "*) ;; *) fail "state-logs.tar.gz lacks queue.json: $packed" ;; esac
 
 e2e_finish
