@@ -173,13 +173,16 @@ if [ -n "$VICTIM" ]; then
 else
   fail "no worker to kill"
 fi
-# The coordinator, once the first decision is recorded and workers run.
+# The coordinator, once a verdict has come back (recorded as a row, or judged and waiting for
+# its turn in queue.json) while workers still run: decisions are recorded in queue order, so the
+# first row can come with the last verdict, when no worker is left to run.
+verdict_in() { [ "$(rows)" -ge 2 ] || grep -q '"outcome": "judged"' "$STATE/queue.json" 2>/dev/null; }
 deadline=$((SECONDS + 120))
-while [ "$(rows)" -lt 2 ] && [ $SECONDS -lt $deadline ] && kill -0 "$COORDINATOR" 2>/dev/null; do sleep 0.1; done
+while ! verdict_in && [ $SECONDS -lt $deadline ] && kill -0 "$COORDINATOR" 2>/dev/null; do sleep 0.1; done
 RUNNING=$(worker_pids | wc -w)
 if kill -0 "$COORDINATOR" 2>/dev/null && [ "$RUNNING" -gt 0 ]; then
   kill -9 "$COORDINATOR"
-  echo "killed the coordinator after $(($(rows) - 1)) decision(s), $RUNNING worker(s) running"
+  echo "killed the coordinator after $(($(rows) - 1)) decision(s) and $(grep -c '"outcome": "judged"' "$STATE/queue.json") verdict(s), $RUNNING worker(s) running"
 else
   fail "the coordinator ended (or had no worker running) before it could be killed"
 fi
