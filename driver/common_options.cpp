@@ -22,6 +22,7 @@ Config load_session_config(const CommonOptions& options) {
 }  // namespace dit::ar
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace dit::ar {
 
@@ -46,6 +47,27 @@ void add_progress_option(CLI::App& command, CommonOptions& options) {
 
 void finish_with(int exit_code) {
   if (exit_code != 0) throw CLI::RuntimeError(exit_code);
+}
+
+void add_candidate_options(CLI::App& command, std::string& classification, std::string& description,
+                           const std::string& classification_help) {
+  static const std::vector<std::string> classifications{"exact", "numerical", "approximate", "quantization"};
+  command.add_option("--classification", classification, classification_help)
+      ->required()
+      ->check(CLI::IsMember(classifications));
+  command.add_option("--description", description, "One line: the hypothesis")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            // The records are JSON and UTF-8: refuse here what their writers would throw on later.
+            try {
+              (void)nlohmann::json(text).dump();
+              return std::string();
+            } catch (const nlohmann::json::type_error&) {
+              return std::string("the description is not valid UTF-8");
+            }
+          },
+          "UTF-8"));
 }
 
 }  // namespace dit::ar

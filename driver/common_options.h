@@ -36,6 +36,12 @@ namespace dit::ar {
 // Adds --config, --repo (and --json when `with_json`) to a subcommand.
 void add_common_options(CLI::App& command, CommonOptions& options, bool with_json);
 
+// Adds a candidate's --classification (required: exact, numerical, approximate or quantization;
+// `classification_help` says what it means for the subcommand) and --description (required, one
+// line of valid UTF-8: the records are JSON) to `command` (experiment, queue add).
+void add_candidate_options(CLI::App& command, std::string& classification, std::string& description,
+                           const std::string& classification_help);
+
 // Adds --progress=text|json|none (driver/progress.h) to a subcommand that runs stages.
 void add_progress_option(CLI::App& command, CommonOptions& options);
 

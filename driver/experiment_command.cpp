@@ -22,8 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kClassifications{"exact", "numerical", "approximate", "quantization"};
-
 struct ExperimentOptions {
   std::string classification;
   std::string description;
@@ -279,24 +277,8 @@ void add_experiment_command(CLI::App& app, CommonOptions& options) {
       "archives the commit under refs/autoresearch/discarded/<sha> and resets the branch to the best. A commit "
       "touching a path outside mutable_paths, or a locked path, is REJECTED without being built. Exit 0 KEEP, "
       "3 DISCARD-QUALITY or DISCARD-PERFORMANCE, 4 CRASH, 5 REJECTED, 2 setup or input error.");
-  command
-      ->add_option("--classification", experiment->classification,
-                   "What kind of change this is; quantization gets a strict zero-regression quality gate")
-      ->required()
-      ->check(CLI::IsMember(kClassifications));
-  command->add_option("--description", experiment->description, "One line: the hypothesis")
-      ->required()
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            // The records are JSON and UTF-8: refuse here what their writers would throw on later.
-            try {
-              (void)nlohmann::json(text).dump();
-              return std::string();
-            } catch (const nlohmann::json::type_error&) {
-              return std::string("the description is not valid UTF-8");
-            }
-          },
-          "UTF-8"));
+  add_candidate_options(*command, experiment->classification, experiment->description,
+                        "What kind of change this is; quantization gets a strict zero-regression quality gate");
   command->add_flag("--dry-run", experiment->dry_run,
                     "Make every check the experiment makes before building, print what it would run (presets, "
                     "objective, the judge's build), and stop: nothing is built, recorded or recovered; exit 0, or 5 "

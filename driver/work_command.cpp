@@ -63,7 +63,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::vector<std::string> kClassifications{"exact", "numerical", "approximate", "quantization"};
 constexpr const char* kQueueRefPrefix = "refs/autoresearch/queue/";
 // A candidate whose worker died this often without a verdict stops the coordinator.
 constexpr int kMostLostAttempts = 3;
@@ -1054,22 +1053,7 @@ void add_work_commands(CLI::App& app, CommonOptions& options) {
       queue->add_subcommand("add",
                             "Queue one candidate: a commit (one ordinary commit; it is rebased onto the best "
                             "when judged) or --patch FILE (a unified diff, made a commit on the best now)");
-  add_command->add_option("--classification", add->classification, "What kind of change it is (program.md)")
-      ->required()
-      ->check(CLI::IsMember(kClassifications));
-  add_command->add_option("--description", add->description, "One line: the hypothesis")
-      ->required()
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            // The records are JSON and UTF-8: refuse here what their writers would throw on later.
-            try {
-              (void)nlohmann::json(text).dump();
-              return std::string();
-            } catch (const nlohmann::json::type_error&) {
-              return std::string("the description is not valid UTF-8");
-            }
-          },
-          "UTF-8"));
+  add_candidate_options(*add_command, add->classification, add->description, "What kind of change it is (program.md)");
   add_command->add_option("commit", add->commit, "The candidate commit (a branch, tag or id)");
   add_command->add_option("--patch", add->patch, "The candidate as a patch file instead of a commit");
   add_common_options(*add_command, options, true);
