@@ -2,6 +2,7 @@
 #include "tests/support/test_shards.h"
 
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +69,16 @@ struct Shard {
   int status = 0;
 };
 
+// An anonymous in-memory file for one shard's output: no file system is written, so sharding
+// works where /tmp and the build tree are read-only (the driver's sandbox).
+std::FILE* output_file() {
+  const int descriptor = memfd_create("dit-test-shard-output", MFD_CLOEXEC);
+  if (descriptor < 0) return nullptr;
+  std::FILE* file = fdopen(descriptor, "w+");
+  if (!file) close(descriptor);
+  return file;
+}
+
 void print_output(std::FILE* output) {
   std::rewind(output);
   char buffer[1 << 16];
@@ -94,7 +105,7 @@ int run_in_shards(int argc, char** argv) {
   bool started_all = true;
   for (int index = 0; index < count; ++index) {
     Shard& shard = shards[static_cast<size_t>(index)];
-    shard.output = std::tmpfile();
+    shard.output = output_file();
     if (!shard.output) {
       std::fprintf(stderr, "%s: cannot make a file for shard %d's output: %s\n", argv[0], index, std::strerror(errno));
       started_all = false;

@@ -1,6 +1,7 @@
 // DIT_TEST_SHARDS (tests/support/test_shards.h) over shards_probe: every case runs exactly once,
 // spread over as many processes as asked; one failing case fails the whole run; a malformed
-// count is an input error; a report file or a listing turns sharding off.
+// count is an input error; a report file or a listing turns sharding off; a read-only file system
+// (the driver's sandbox: /tmp and the build tree not writable) does not stop it.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -73,5 +74,22 @@ INSTANTIATE_TEST_SUITE_P(Rows, TestShards,
                                          Row{"3", "GTEST_OUTPUT=xml:/dev/null", 0, 1, false},
                                          // Already a shard of an outer run: left to that run.
                                          Row{"3", "GTEST_TOTAL_SHARDS=1 GTEST_SHARD_INDEX=0", 0, 1, false}));
+
+// The driver runs a candidate's tests under bwrap with every file system read-only except the
+// candidate's folders; the shards' output must not need a file.
+TEST(TestShardsReadOnly, RunsWhereNothingIsWritable) {
+  if (dit::test::run_program("bwrap", "--ro-bind / / --dev /dev --proc /proc -- true").exit_code != 0)
+    GTEST_SKIP() << "bwrap cannot make a read-only view here";
+  dit::test::ScratchDirectory scratch;
+  const std::string log = (scratch.path() / "ran.txt").string();
+  const std::string command = "--ro-bind / / --dev /dev --proc /proc --bind " + scratch.path().string() + " " +
+                              scratch.path().string() + " -- env DIT_SHARD_PROBE_LOG=" + log +
+                              " DIT_TEST_SHARDS=3 " + DIT_SHARDS_PROBE;
+  const dit::test::ProcessResult result = dit::test::run_program("bwrap", command);
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  const Ran ran = read_log(log);
+  EXPECT_EQ(ran.cases.size(), 12u) << result.output;
+  EXPECT_EQ(ran.processes.size(), 3u) << result.output;
+}
 
 }  // namespace
