@@ -1,6 +1,9 @@
 // VaeWeights: loading (diffusers or LDM names), shape checks, and seeded random weights.
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/safetensors.h"
@@ -92,10 +95,20 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // Weights ~ N(0, 1/fan_in) keep activations of unit scale through the depth of the decoder;
 // norm gains near 1 and small biases make every parameter matter.
 VaeWeights VaeWeights::random(const VaeConfig& config, uint64_t seed) {
-  VaeWeights weights;
-  for (const auto& [name, shape] : vae::parameter_shapes(config)) {
+  const auto shapes = vae::parameter_shapes(config);
+  std::vector<std::pair<std::string, std::vector<int64_t>>> order(shapes.begin(), shapes.end());
+  // Largest first, one tensor per task: every core allocates (page faults included) and fills
+  // whole tensors, and the last tasks are the smallest. Each tensor's values depend only on the
+  // seed and its name, so they are the same for any schedule.
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return Tensor::count(a.second) > Tensor::count(b.second); });
+  std::vector<Tensor> made(order.size());
+  const auto tasks = static_cast<int64_t>(order.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const auto& [name, shape] = order[static_cast<size_t>(t)];
     Tensor tensor(shape);
-    NamedNormal normal(seed, name);
+    const NamedNormal normal(seed, name);
     const bool is_norm = name.find("norm") != std::string::npos;
     double mean = 0, std = 0.05;
     if (is_norm && ends_with(name, ".weight")) {
@@ -108,15 +121,16 @@ VaeWeights VaeWeights::random(const VaeConfig& config, uint64_t seed) {
     }
     const auto n = static_cast<int64_t>(tensor.data.size());
     float* values = tensor.data.data();
-#pragma omp parallel for schedule(static) if (n > 65536)
     for (int64_t p = 0; p < (n + 1) / 2; ++p) {
       double first = 0, second = 0;
       normal.pair(static_cast<uint64_t>(p), first, second);
       values[2 * p] = static_cast<float>(mean + std * first);
       if (2 * p + 1 < n) values[2 * p + 1] = static_cast<float>(mean + std * second);
     }
-    weights.tensors.emplace(name, std::move(tensor));
+    made[static_cast<size_t>(t)] = std::move(tensor);
   }
+  VaeWeights weights;
+  for (size_t t = 0; t < order.size(); ++t) weights.tensors.emplace(order[t].first, std::move(made[t]));
   return weights;
 }
 

@@ -183,6 +183,26 @@ TEST(VaeWeights, LoaderNamesWhatIsWrong) {
   EXPECT_THROW(VaeWeights::load(test::data_path("vae_tiny.weights.safetensors"), sd_vae_config()), Error);
 }
 
+// The seeded random weights are part of what the quality goldens were rendered with: any change
+// to their values (the generator, the order of draws, the spread) is a change of the goldens.
+// Pinned as a fingerprint (FNV-1a over every tensor's name and float bits, in name order).
+uint64_t fingerprint(const VaeWeights& weights) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const auto mix = [&hash](const void* bytes, size_t size) {
+    for (size_t i = 0; i < size; ++i) hash = (hash ^ static_cast<const unsigned char*>(bytes)[i]) * 0x100000001b3ull;
+  };
+  for (const auto& [name, tensor] : weights.tensors) {
+    mix(name.data(), name.size());
+    mix(tensor.data.data(), tensor.data.size() * sizeof(float));
+  }
+  return hash;
+}
+
+TEST(VaeWeights, RandomValuesArePinned) {
+  EXPECT_EQ(fingerprint(VaeWeights::random(tiny_vae_config(), 7)), 13654388213848338899ull);
+  EXPECT_EQ(fingerprint(VaeWeights::random(sd_vae_config(), 0)), 1704229705437298358ull);
+}
+
 TEST(VaeWeights, RandomIsSeededAndComplete) {
   const VaeConfig config = tiny_vae_config();
   const VaeWeights a = VaeWeights::random(config, 7), b = VaeWeights::random(config, 7),
