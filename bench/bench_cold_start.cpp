@@ -13,8 +13,8 @@
 // On a GPU that runs the build's native code (an sm_86 build on an A5500) both are the same.
 // Each run also reports where the time to the model being ready went: dit-sample --phase-times
 // from the spawn (--spawn-monotonic-ns) to the first sampling step done and the VAE made, as
-// counters `ready_ms` and `<phase>_ms` (process start, arguments, backend check, the device
-// context, hash, DiT weights read (0 for the random default, drawn on the device), the DiT model
+// counters `ready_ms` and `<phase>_ms` (process start, arguments, backend check, hash, the
+// device context, DiT weights read (0 for the random default, drawn on the device), the DiT model
 // built: upload, conversion and plans, setup, the first step, which holds the first graph capture,
 // and `vae`: what the VAE's weights and decoder, made on a thread beside the DiT's load and first
 // step, add after that step) and `<work>_beside_ms` for the VAE thread's own parts.

@@ -382,8 +382,6 @@ int run(const Options& o) {
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);
   phases.mark("backend_check");
-  dit::start_backend(backend);
-  phases.mark("context");
   // Each checkpoint is hashed before it is loaded, so a file that is not the expected one is
   // refused before seconds of loading; the request records the hashes either way.
   WeightsHashes hashes;
@@ -392,7 +390,9 @@ int run(const Options& o) {
     hashes.vae = checked_sha256("--vae-weights", o.vae_weights_path, o.vae_weights_sha256);
   phases.mark("hash");
   // The decoder is made before sampling, so a bad VAE file fails in seconds, not after the run;
-  // it is made on a helper thread beside the DiT (their loads share nothing but the device).
+  // it is made on a helper thread beside the DiT (their loads share nothing but the device),
+  // started before the device context: its weights are host work, and the decoder it then
+  // makes on the device waits for the context the main thread is making.
   const std::string vae_name = forward_only ? "none" : resolve_vae(o, config);
   if (vae_name == "none" && !o.vae_weights_path.empty() && !forward_only)
     throw dit::Error(dit::ErrorKind::invalid_argument, "--vae-weights needs a decoder, but --vae is none");
@@ -412,6 +412,8 @@ int run(const Options& o) {
       return decoder;
     });
   }
+  dit::start_backend(backend);
+  phases.mark("context");
   std::unique_ptr<dit::DitModel> model;
   if (o.random_weights) {  // drawn where the model keeps them (on the device for cuda)
     phases.mark("dit_weights");

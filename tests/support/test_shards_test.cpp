@@ -83,8 +83,8 @@ TEST(TestShardsReadOnly, RunsWhereNothingIsWritable) {
   dit::test::ScratchDirectory scratch;
   const std::string log = (scratch.path() / "ran.txt").string();
   const std::string command = "--ro-bind / / --dev /dev --proc /proc --bind " + scratch.path().string() + " " +
-                              scratch.path().string() + " -- env DIT_SHARD_PROBE_LOG=" + log +
-                              " DIT_TEST_SHARDS=3 " + DIT_SHARDS_PROBE;
+                              scratch.path().string() + " -- env DIT_SHARD_PROBE_LOG=" + log + " DIT_TEST_SHARDS=3 " +
+                              DIT_SHARDS_PROBE;
   const dit::test::ProcessResult result = dit::test::run_program("bwrap", command);
   EXPECT_EQ(result.exit_code, 0) << result.output;
   const Ran ran = read_log(log);

@@ -105,8 +105,8 @@ TEST_F(DitSample, PhaseTimesAddUpToReady) {
         EXPECT_GE(phase["ms"].get<double>(), 0.0) << phase.dump();
         sum += phase["ms"].get<double>();
       }
-      std::vector<std::string> expected{"arguments",   "backend_check", "context", "hash",
-                                        "dit_weights", "dit_model",     "setup",   "first_step"};
+      std::vector<std::string> expected{"arguments",   "backend_check", "hash",  "context",
+                                        "dit_weights", "dit_model",     "setup", "first_step"};
       if (from_spawn) expected.insert(expected.begin(), "process");
       if (vae != "none") expected.push_back("vae");
       EXPECT_EQ(names, expected);
@@ -140,7 +140,7 @@ TEST_F(DitSample, PhaseTimesListTheVaeMadeBesideTheDit) {
   const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
   std::vector<std::string> names, overlapped;
   for (const auto& phase : times["phases"]) names.push_back(phase["phase"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "context", "hash", "dit_weights",
+  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "context", "dit_weights",
                                              "dit_model", "setup", "first_step", "vae"}));
   for (const auto& work : times["overlapped"]) {
     overlapped.push_back(work["work"]);
