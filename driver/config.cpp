@@ -190,7 +190,7 @@ std::vector<std::vector<std::string>> parse_commands(const json& commands, const
 Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
   reject_unknown_keys(object, where,
-                      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir",
+                      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "gpu",
                        "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
                        "max_rounds", "guardrails", "mode", "record_baseline_commands", "refused_classifications"});
   Lane lane;
@@ -202,6 +202,7 @@ Lane lane_from_json(const json& object, const std::string& where) {
   if (lane.test_presets.empty()) fail(where + ".test_presets", "must name at least one test preset");
   lane.build_dir = checked_repository_path(read_string(object, "build_dir", where, "build/" + lane.configure_preset),
                                            where + ".build_dir");
+  lane.gpu = read_bool(object, "gpu", where, true);
   lane.objective = parse_objective(read_object(object, "objective", where), where + ".objective");
   lane.min_improvement_percent = read_number(object, "min_improvement_percent", where, 1.0, 0.0);
   lane.max_min_improvement_percent =
@@ -340,6 +341,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
       {"build_preset", lane.build_preset},
       {"test_presets", lane.test_presets},
       {"build_dir", lane.build_dir},
+      {"gpu", lane.gpu},
       {"objective",
        {{"benchmark", lane.objective.benchmark},
         {"arguments", lane.objective.arguments},

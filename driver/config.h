@@ -59,6 +59,7 @@ struct Lane {
   std::string build_preset;
   std::vector<std::string> test_presets;  // run in order; their results are merged
   std::string build_dir;                  // relative to the source tree, e.g. "build/a5500"
+  bool gpu = true;                        // whether its stages need a GPU (false: a CPU lane)
   Objective objective;
   double min_improvement_percent = 1.0;
   // The largest minimum improvement the baseline's A/A noise may raise it to: above it the

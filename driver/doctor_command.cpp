@@ -1,13 +1,15 @@
 // dit-ar doctor: captures the GPU, libraries, toolchain and repository state into
 // environment.json, warning when the GPU is not an RTX A5500; reports each lane's quality floors,
 // the DiT weights its gate sets render and the GPUs its build hands CTest (writing the host's own
-// CTest resource specification into the state directory). Works without a GPU.
+// CTest resource specification into the state directory); with --slurm, whether `dit-ar work
+// --slurm` can run from here. Works without a GPU.
 #include <algorithm>
 #include <cctype>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -19,6 +21,7 @@
 #include "core/files.h"
 #include "core/sha256.h"
 #include "driver/session.h"
+#include "driver/slurm.h"
 #include "driver/subcommands.h"
 
 namespace dit::ar {
@@ -65,7 +68,7 @@ void report_floors(const Config& config, const nlohmann::json& document, std::ve
   for (const auto& [name, lane] : config.lanes) {
     const std::string set = lane_gate_set(lane);
     if (set.empty()) continue;
-    const bool on_cpu = name.rfind("cpu", 0) == 0;
+    const bool on_cpu = !lane.gpu;
     const std::string device = on_cpu ? "cpu" : gpu;
     const bool calibrated =
         !device.empty() && floors.contains(device) && floors[device].is_object() && floors[device].contains(set);
@@ -96,7 +99,7 @@ void report_ctest_gpus(const Config& config, const nlohmann::json& document, std
   std::cout << "  ctest gpus " << devices << " GPU(s) in " << host_spec.string() << "\n";
   std::set<std::string> seen;
   for (const auto& [name, lane] : config.lanes) {
-    if (name.rfind("cpu", 0) == 0 || !seen.insert(lane.build_dir).second) continue;
+    if (!lane.gpu || !seen.insert(lane.build_dir).second) continue;
     const fs::path spec = config.source_dir / lane.build_dir / "ctest-resources.json";
     std::error_code error;
     if (!fs::is_regular_file(spec, error)) continue;  // not configured yet: its configure writes one
@@ -241,12 +244,75 @@ void report_weights(const Config& config, std::vector<std::string>& warnings) {
   }
 }
 
-int run_doctor(const CommonOptions& options, const std::string& output) {
+// --slurm: what `dit-ar work --slurm` needs: Slurm's commands on PATH, a controller that lists
+// the nodes, and the repository and state directory (the workers' worktrees and run folders) on
+// a filesystem every node shares: a network or cluster one, or any when the cluster's only node
+// is this host. Each problem is a finding (a warning); "ready" when there is none.
+nlohmann::json check_slurm(const Config& config) {
+  nlohmann::json findings = nlohmann::json::array();
+  nlohmann::json tools = nlohmann::json::object();
+  for (const char* tool : {"sbatch", "sinfo", "squeue", "scancel"}) {
+    const auto path = find_on_path(tool);
+    tools[tool] = path ? path->string() : "";
+    if (!path) findings.push_back(std::string(tool) + " is not on PATH: dit-ar work --slurm needs Slurm's commands");
+  }
+  std::vector<std::string> nodes;
+  if (!tools["sinfo"].get<std::string>().empty()) {
+    if (auto listed = command_output({"sinfo", "-h", "-N", "-o", "%N"}, 30)) {
+      std::istringstream lines(*listed);
+      for (std::string node; std::getline(lines, node);)
+        if (!node.empty() && std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+      if (nodes.empty()) findings.push_back("sinfo lists no node");
+    } else {
+      findings.push_back("sinfo -h -N -o %N failed: is slurmctld reachable (scontrol ping)?");
+    }
+  }
+  const std::string host = host_name();
+  const bool only_this_host = nodes.size() == 1 && (nodes[0] == host || nodes[0] == host.substr(0, host.find('.')));
+  nlohmann::json filesystems = nlohmann::json::array();
+  for (const fs::path& folder : {config.source_dir, config.state_dir}) {
+    const FilesystemKind kind = filesystem_kind(folder);
+    filesystems.push_back({{"path", folder.string()}, {"type", kind.name}, {"shared", kind.shared}});
+    if (!kind.shared && !only_this_host)
+      findings.push_back(folder.string() + " is on " + kind.name +
+                         ", not a filesystem the Slurm nodes share (NFS, Lustre, GPFS, BeeGFS, CephFS, ...): "
+                         "jobs on other nodes would not find the worktrees and run folders; put the repository "
+                         "and its state directory on a shared filesystem");
+  }
+  return {{"ready", findings.empty()},
+          {"tools", tools},
+          {"nodes", nodes},
+          {"host", host},
+          {"only_node_is_this_host", only_this_host},
+          {"filesystems", filesystems},
+          {"findings", findings}};
+}
+
+void print_slurm(const nlohmann::json& slurm) {
+  std::string tools;
+  for (const auto& [name, path] : slurm["tools"].items())
+    tools += (tools.empty() ? "" : ", ") + name + " " +
+             (path.get<std::string>().empty() ? "not found" : path.get<std::string>());
+  std::cout << "  slurm      " << tools << "\n";
+  std::string nodes;
+  for (const auto& node : slurm["nodes"]) nodes += (nodes.empty() ? "" : ", ") + node.get<std::string>();
+  std::cout << "  slurm      nodes: " << (nodes.empty() ? "none listed" : nodes)
+            << (slurm["only_node_is_this_host"].get<bool>() ? " (this host only)" : "") << "\n";
+  for (const auto& folder : slurm["filesystems"])
+    std::cout << "  slurm      " << folder["path"].get<std::string>() << " on " << folder["type"].get<std::string>()
+              << (folder["shared"].get<bool>()                  ? " (shared)"
+                  : slurm["only_node_is_this_host"].get<bool>() ? " (shared: the only node is this host)"
+                                                                : " (not shared)")
+              << "\n";
+}
+
+int run_doctor(const CommonOptions& options, const std::string& output, bool slurm) {
   Config config = load_session_config(options);
   EnvironmentCapture capture = capture_environment(config.source_dir);
   fs::path path = output.empty() ? config.state_dir / "environment.json" : fs::path(output);
   fs::create_directories(path.parent_path());
   capture.document["captured_at"] = utc_timestamp();
+  if (slurm) capture.document["slurm"] = check_slurm(config);
   write_json_atomic(path, capture.document);
   if (options.json) {
     std::cout << capture.document.dump(2) << "\n";
@@ -302,17 +368,21 @@ int run_doctor(const CommonOptions& options, const std::string& output) {
   report_floors(config, document, capture.warnings);
   report_weights(config, capture.warnings);
   report_ctest_gpus(config, document, capture.warnings);
+  if (slurm) {
+    print_slurm(document["slurm"]);
+    for (const auto& finding : document["slurm"]["findings"]) capture.warnings.push_back(finding);
+  }
   if (!sandbox.available)
     capture.warnings.push_back("no sandbox for the candidate's stages (" + sandbox.description +
                                "): experiments run unsandboxed, and their records say so");
   for (const auto& warning : capture.warnings) std::cout << "warning: " << warning << "\n";
-  print_result_block(std::cout,
-                     {{"status", "OK"},
-                      {"gpu", document.value("gpu", "none")},
-                      {"sandbox", sandbox.available ? "bwrap" : sandbox.description},
-                      {"warnings", std::to_string(capture.warnings.size())},
-                      {"environment", path.string()}},
-                     false);
+  Fields fields{{"status", "OK"},
+                {"gpu", document.value("gpu", "none")},
+                {"sandbox", sandbox.available ? "bwrap" : sandbox.description},
+                {"warnings", std::to_string(capture.warnings.size())},
+                {"environment", path.string()}};
+  if (slurm) fields.push_back({"slurm", document["slurm"]["ready"].get<bool>() ? "ready" : "not ready"});
+  print_result_block(std::cout, fields, false);
   return kExitKeep;
 }
 
@@ -326,8 +396,13 @@ void add_doctor_command(CLI::App& app, CommonOptions& options) {
       "versions, GPU topology, toolchain, nsys/ncu presence and repository state; warn when the GPU is not an RTX "
       "A5500. Writes environment.json (default: in the state directory). Works without a GPU.");
   command->add_option("--output", *output, "Where to write environment.json");
+  auto slurm = std::make_shared<bool>(false);
+  command->add_flag("--slurm", *slurm,
+                    "Also check what dit-ar work --slurm needs: sbatch, sinfo, squeue and scancel, the nodes sinfo "
+                    "lists, and the repository and state directory on a filesystem the nodes share (a finding, a "
+                    "warning, for each problem; the block's slurm: ready or not ready)");
   add_common_options(*command, options, true);
-  command->callback([&options, output] { finish_with(run_doctor(options, *output)); });
+  command->callback([&options, output, slurm] { finish_with(run_doctor(options, *output, *slurm)); });
 }
 
 }  // namespace dit::ar

@@ -14,10 +14,17 @@
 // conflict is recorded as CRASH). So the decisions are the ones a single worker taking the
 // queue in order makes, whatever the number of workers.
 //
+// With --slurm each worker is a Slurm job instead: the coordinator's child is `sbatch --wait`,
+// which runs the same `dit-ar worker` on a node (without the lock's descriptor, which cannot
+// cross hosts) and exits when the job ends, so it is followed like a local worker. Its job id
+// goes into the attempt; stopping a worker is scancel, and a coordinator that was killed leaves
+// jobs running, which the next one cancels (and waits for) before it removes their worktrees.
+// The state directory and the repository must be on a filesystem every node shares.
+//
 // queue.json (the state directory, written atomically) holds each item, every attempt at it
-// (worker, GPU, the best judged against, the commit judged, the run folder, the outcome) and its
-// decision; runs/<id>/worker.json says which worker and GPU judged the run and what ran beside
-// its timed stage.
+// (worker, GPU, the best judged against, the commit judged, the run folder, the outcome, the
+// Slurm job) and its decision; runs/<id>/worker.json says which worker and GPU judged the run and
+// what ran beside its timed stage.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -54,6 +61,7 @@
 #include "driver/run_guard.h"
 #include "driver/sandbox.h"
 #include "driver/session.h"
+#include "driver/slurm.h"
 #include "driver/subcommands.h"
 #include "driver/work_git.h"
 
@@ -314,9 +322,11 @@ int run_worker(const CommonOptions& options, const WorkerOptions& worker) {
     write_json_atomic(run_dir / "run.json", record.to_json());
     return kExitKeep;
   }
+  // The host: the coordinator ends a stage's process group only where it runs (a Slurm job's
+  // processes on another node are Slurm's to end).
   nlohmann::json inflight{{"phase", "running"},        {"kind", "experiment"},        {"commit", head},
                           {"run_dir", record.run_dir}, {"started", record.timestamp}, {"driver_pid", ::getpid()},
-                          {"worker", worker.worker}};
+                          {"worker", worker.worker},   {"host", host_name()}};
   context.state.store_inflight(inflight);
   const auto request_for_run = [&] {
     RunRequest request = session_run_request(context, lane, run_dir, inflight, progress);
@@ -341,7 +351,29 @@ struct WorkOptions {
   int workers = 1;
   std::string gpus;
   int max_experiments = 0;  // 0: until the queue is drained
+  bool slurm = false;       // each worker a Slurm job (sbatch --wait) instead of a local process
+  std::string slurm_arguments;
 };
+
+// The file sbatch --parsable's output (the job id) goes to, in the run folder.
+constexpr const char* kSlurmJobFile = "slurm-job.txt";
+
+// The job's time limit: every stage a worker may run, each to its limit (the best's and the
+// candidate's configure and build, a test listing per test preset, the tests), in minutes.
+int worker_minutes(const Config& config, const Lane& lane) {
+  const Timeouts& limits = config.timeouts;
+  const long seconds = 2L * (limits.configure + limits.build) +
+                       static_cast<long>(lane.test_presets.size()) * limits.configure + limits.test;
+  return static_cast<int>((seconds + 59) / 60);
+}
+
+// The process group a worker's inflight.json names, when its stage runs on this host.
+int local_process_group(const fs::path& inflight) {
+  const nlohmann::json document = read_json_file(inflight);
+  const InflightRun run = parse_inflight(document, inflight.string());
+  if (document.is_object() && document.contains("host") && document["host"] != host_name()) return 0;
+  return run.process_group;
+}
 
 // The GPUs the workers are pinned to: --gpus (a list, or "none"), else CTest's allocation, else
 // CUDA_VISIBLE_DEVICES; none on a host that names none (a CPU lane needs none).
@@ -384,6 +416,7 @@ struct Slot {
   std::string item;
   std::size_t attempt = 0;  // index into the item's attempts
   bool cancelled = false;
+  bool job_cancelled = false;  // --slurm: scancel was sent for the attempt's job
   double started = 0;
 };
 
@@ -439,9 +472,12 @@ bool timing_stage(const StageSpan& span, const fs::path& run_dir) {
 
 class Coordinator {
  public:
+  // `sbatch`: each worker a Slurm job submitted with it; none: a local child process.
   Coordinator(SessionContext& context, const Lane& lane, const WorkOptions& options, std::vector<std::string> gpus,
-              int lock_fd, std::ostream& out)
-      : context_(context), lane_(lane), options_(options), lock_fd_(lock_fd), out_(out) {
+              int lock_fd, std::optional<fs::path> sbatch, std::ostream& out)
+      : context_(context), lane_(lane), options_(options), lock_fd_(lock_fd), sbatch_(std::move(sbatch)), out_(out) {
+    std::istringstream words(options.slurm_arguments);
+    for (std::string word; words >> word;) slurm_options_.push_back(word);
     for (int k = 1; k <= options.workers; ++k) {
       Slot slot;
       slot.worker = k;
@@ -459,14 +495,14 @@ class Coordinator {
   // attempts that were running (or judged, not recorded); a recorded one becomes its decision.
   void recover() {
     const StateDirectory& state = context_.state;
+    cancel_leftover_jobs();
     std::error_code error;
     for (auto entry = fs::directory_iterator(workers_dir(state), error); !error && entry != fs::directory_iterator();
          entry.increment(error)) {
       const fs::path inflight = entry->path() / "inflight.json";
       if (!fs::exists(inflight)) continue;
       try {
-        const InflightRun run = parse_inflight(read_json_file(inflight), inflight.string());
-        if (kill_process_group(run.process_group))
+        if (kill_process_group(local_process_group(inflight)))
           out_ << "dit-ar: killed the leftover processes of worker " << entry->path().filename().string() << "\n";
       } catch (const Error& damaged) {
         out_ << "dit-ar: ignoring " << damaged.what() << "\n";
@@ -500,17 +536,42 @@ class Coordinator {
     if (changed) store_queue(state, queue_);
   }
 
+  // The Slurm jobs of attempts a stopped coordinator left running (its sbatch --wait died with it,
+  // its jobs did not): cancelled, and gone, before their worktrees are removed.
+  void cancel_leftover_jobs() {
+    bool changed = false;
+    for (auto& item : queue_["items"]) {
+      if (!item["decision"].is_null()) continue;
+      for (auto& attempt : item["attempts"]) {
+        if (attempt.value("outcome", "") != "running") continue;
+        std::string job = attempt.value("slurm_job", "");
+        if (job.empty() && attempt.contains("run_dir"))
+          job = parsable_job_id(context_.state.root() / attempt["run_dir"].get<std::string>() / kSlurmJobFile);
+        if (job.empty()) continue;
+        if (auto failure = cancel_slurm_job(job, 120))
+          throw Error(ErrorKind::io, "the Slurm job of " + item["id"].get<std::string>() +
+                                         ", left by a stopped dit-ar work, is not cancelled: " + *failure);
+        out_ << "dit-ar: cancelled Slurm job " << job << " (" << item["id"].get<std::string>()
+             << "), left by a stopped dit-ar work\n";
+        attempt["slurm_job"] = job;
+        changed = true;
+      }
+    }
+    if (changed) store_queue(context_.state, queue_);
+  }
+
   // Runs the queue until it is drained (or --max-experiments decisions); returns how many it
   // recorded.
   int run() {
     take_records_copy();
     for (;;) {
       reap();
+      follow_jobs();
       record_in_order();
       const bool enough = options_.max_experiments > 0 && recorded_ >= options_.max_experiments;
       if (enough) {
         for (auto& slot : slots_) {
-          if (slot.pid && !slot.cancelled) ::kill(-slot.pid, SIGKILL), slot.cancelled = true;
+          if (slot.pid && !slot.cancelled) stop(slot);
         }
       }
       if ((failure_ || enough) && busy() == 0) break;
@@ -640,6 +701,7 @@ class Coordinator {
     slot.item = id;
     slot.attempt = entry["attempts"].size() - 1;
     slot.cancelled = false;
+    slot.job_cancelled = false;
     slot.started = now_seconds();
     save();
     slot.pid = spawn(slot, entry, judged, current, relative);
@@ -651,15 +713,45 @@ class Coordinator {
          << std::flush;
   }
 
+  // Stops a slot's worker: a local one is killed; a Slurm job is cancelled once its id is known
+  // (follow_jobs), and its sbatch --wait then ends with it.
+  void stop(Slot& slot) {
+    slot.cancelled = true;
+    if (!sbatch_) ::kill(-slot.pid, SIGKILL);
+    follow_jobs();
+  }
+
+  // --slurm: each running attempt's job id, from sbatch's output, into queue.json as soon as
+  // sbatch prints it; and the jobs of stopped slots cancelled.
+  void follow_jobs() {
+    if (!sbatch_) return;
+    for (auto& slot : slots_) {
+      if (!slot.pid) continue;
+      nlohmann::json& attempt = item(slot.item)["attempts"][slot.attempt];
+      if (!attempt.contains("slurm_job")) {
+        const std::string job =
+            parsable_job_id(context_.state.root() / attempt["run_dir"].get<std::string>() / kSlurmJobFile);
+        if (job.empty()) continue;
+        attempt["slurm_job"] = job;
+        save();
+      }
+      if (slot.cancelled && !slot.job_cancelled) {
+        slot.job_cancelled = true;
+        if (auto failure = cancel_slurm_job(attempt["slurm_job"], 0))
+          out_ << "  " << slot.item << "  " << slot_name(slot) << ": " << *failure << "\n" << std::flush;
+      }
+    }
+  }
+
   // A worker that died leaves its slot's inflight.json (the process group of the stage it ran):
   // what is left of that group is ended before the slot is used again.
   void settle_slot(const Slot& slot) {
     const fs::path inflight = worker_dir(context_.state, slot.worker) / "inflight.json";
     if (!fs::exists(inflight)) return;
     try {
-      const InflightRun run = parse_inflight(read_json_file(inflight), inflight.string());
+      const int group = local_process_group(inflight);
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-      while (kill_process_group(run.process_group) && std::chrono::steady_clock::now() < deadline)
+      while (kill_process_group(group) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } catch (const Error&) {}
     std::error_code ignored;
@@ -687,9 +779,18 @@ class Coordinator {
                                   "--description",
                                   entry.value("description", ""),
                                   "--gpu",
-                                  slot.gpu,
-                                  "--lock-fd",
-                                  std::to_string(lock_fd_)};
+                                  slot.gpu};
+    const fs::path folder = context_.state.root() / run_dir;
+    const fs::path log = folder / "worker.log";
+    // A Slurm job runs the same worker on a node: without the lock's descriptor (it cannot cross
+    // hosts; recover() cancels what a stopped coordinator left), its output appended to the log.
+    if (sbatch_)
+      argv = sbatch_command(*sbatch_,
+                            {"dit-ar-" + entry.value("id", ""), log, context_.state.root(),
+                             worker_minutes(context_.config, lane_), lane_.gpu, slurm_options_},
+                            argv);
+    else
+      argv.insert(argv.end(), {"--lock-fd", std::to_string(lock_fd_)});
     std::map<std::string, std::string> overrides;
     if (!slot.gpu.empty()) overrides = {{"CUDA_VISIBLE_DEVICES", slot.gpu}, {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}};
     std::vector<std::string> environment;
@@ -703,13 +804,23 @@ class Coordinator {
     argv_pointers.push_back(nullptr);
     for (auto& variable : environment) environment_pointers.push_back(variable.data());
     environment_pointers.push_back(nullptr);
-    const fs::path log = context_.state.root() / run_dir / "worker.log";
     const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) throw Error(ErrorKind::io, "cannot open " + log.string() + ": " + std::strerror(errno));
+    // sbatch --parsable's job id, read by follow_jobs().
+    const fs::path job_file = folder / kSlurmJobFile;
+    const int out_fd = sbatch_ ? ::open(job_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : log_fd;
+    if (out_fd < 0) {
+      ::close(log_fd);
+      throw Error(ErrorKind::io, "cannot open " + job_file.string() + ": " + std::strerror(errno));
+    }
     const pid_t coordinator = ::getpid();
     const pid_t pid = ::fork();
-    if (pid < 0) {
+    const auto close_files = [&] {
       ::close(log_fd);
+      if (out_fd != log_fd) ::close(out_fd);
+    };
+    if (pid < 0) {
+      close_files();
       throw Error(ErrorKind::io, std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
@@ -718,14 +829,14 @@ class Coordinator {
       if (::getppid() != coordinator) ::_exit(127);
       const int null = ::open("/dev/null", O_RDONLY);
       if (null >= 0) ::dup2(null, STDIN_FILENO);
-      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(out_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
-      if (lock_fd_ >= 0) ::fcntl(lock_fd_, F_SETFD, 0);
+      if (lock_fd_ >= 0 && !sbatch_) ::fcntl(lock_fd_, F_SETFD, 0);
       ::execve(argv_pointers[0], argv_pointers.data(), environment_pointers.data());
       ::_exit(127);
     }
     ::setpgid(pid, pid);
-    ::close(log_fd);
+    close_files();
     return pid;
   }
 
@@ -744,6 +855,7 @@ class Coordinator {
   }
 
   void finished(Slot& slot, int status) {
+    follow_jobs();
     nlohmann::json& entry = item(slot.item);
     nlohmann::json& attempt = entry["attempts"][slot.attempt];
     const double ended = now_seconds();
@@ -942,8 +1054,7 @@ class Coordinator {
       for (auto& slot : slots_) {
         if (!slot.pid || slot.cancelled) continue;
         if (item(slot.item)["attempts"][slot.attempt].value("best", "") == record.commit) continue;
-        ::kill(-slot.pid, SIGKILL);
-        slot.cancelled = true;
+        stop(slot);
       }
     }
   }
@@ -952,6 +1063,8 @@ class Coordinator {
   const Lane& lane_;
   WorkOptions options_;
   int lock_fd_;
+  std::optional<fs::path> sbatch_;
+  std::vector<std::string> slurm_options_;
   std::ostream& out_;
   std::string executable_;
   std::vector<Slot> slots_;
@@ -967,7 +1080,17 @@ int run_work(const CommonOptions& options, const WorkOptions& work) {
   nlohmann::json session = context.state.load_session();
   const Lane& lane = context.config.lane(session.at("lane"));
   if (work.workers < 1) refuse("--workers must be at least 1", "dit-ar work --workers 4");
-  const std::vector<std::string> gpus = worker_gpus(work.gpus);
+  std::optional<fs::path> sbatch;
+  if (work.slurm) {
+    if (!work.gpus.empty())
+      refuse("--gpus names this host's GPUs, and --slurm runs the workers on the cluster's nodes",
+             "leave --gpus out: Slurm gives each job of a GPU lane one GPU (--gres=gpu:1)");
+    sbatch = find_on_path("sbatch");
+    if (!sbatch) refuse("--slurm: sbatch is not on PATH", "install Slurm's client commands, or run without --slurm");
+  } else if (!work.slurm_arguments.empty()) {
+    refuse("--slurm-args without --slurm", "dit-ar work --slurm --slurm-args \"--partition=gpu\"");
+  }
+  const std::vector<std::string> gpus = work.slurm ? std::vector<std::string>{} : worker_gpus(work.gpus);
   if (!gpus.empty() && static_cast<int>(gpus.size()) < work.workers)
     refuse(std::to_string(work.workers) + " workers need as many GPUs, and " + std::to_string(gpus.size()) +
                " are named (" + listed(gpus) + "): two workers never time on one GPU",
@@ -980,7 +1103,7 @@ int run_work(const CommonOptions& options, const WorkOptions& work) {
   restore_interrupted_baseline(context.state);
   recover_interrupted_run(context, std::cerr);
   std::ostream& out = options.json ? std::cerr : std::cout;
-  Coordinator coordinator(context, lane, work, gpus, lock_descriptor(context.state.lock_file()), out);
+  Coordinator coordinator(context, lane, work, gpus, lock_descriptor(context.state.lock_file()), sbatch, out);
   coordinator.recover();
   report_sealed(context.state, context.state.seal_undecided_runs());
   session = context.state.load_session();
@@ -1010,8 +1133,9 @@ int run_work(const CommonOptions& options, const WorkOptions& work) {
       throw Error(ErrorKind::io, "the judge could not be built: " + *failure);
   }
   out << "dit-ar work: " << work.workers << " worker" << (work.workers == 1 ? "" : "s")
-      << (gpus.empty() ? " (no GPU)"
-                       : " on GPUs " + listed(std::vector<std::string>(gpus.begin(), gpus.begin() + work.workers)))
+      << (sbatch         ? " as Slurm jobs (" + sbatch->string() + (lane.gpu ? ", a GPU each" : ", no GPU") + ")"
+          : gpus.empty() ? " (no GPU)"
+                         : " on GPUs " + listed(std::vector<std::string>(gpus.begin(), gpus.begin() + work.workers)))
       << ", lane " << lane.name << ", best " << short_id(*best) << "\n"
       << std::flush;
   const int recorded = coordinator.run();
@@ -1075,6 +1199,12 @@ void add_work_commands(CLI::App& app, CommonOptions& options) {
                            "default: CTest's allocation, else CUDA_VISIBLE_DEVICES, else none");
   work_command->add_option("--max-experiments", work->max_experiments,
                            "Stop after recording this many decisions (0: drain the queue)");
+  work_command->add_flag("--slurm", work->slurm,
+                         "Run each worker as a Slurm job (sbatch --wait; a GPU lane's asks --gres=gpu:1): the state "
+                         "directory and the repository must be on a filesystem every node shares (dit-ar doctor "
+                         "--slurm checks)");
+  work_command->add_option("--slurm-args", work->slurm_arguments,
+                           "More sbatch options for every job, split at spaces (--slurm-args \"--partition=gpu\")");
   add_common_options(*work_command, options, true);
   work_command->callback(
       [&options, work] { finish_with(with_file_errors_named([&] { return run_work(options, *work); })); });
