@@ -6,7 +6,7 @@ set -eu
 packages="cmake ninja-build ccache g++ clang libclang-rt-14-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libcli11-dev libpng-dev libssl-dev
   libgit2-dev libsqlite3-dev libpugixml-dev git python3 chromium clang-format bubblewrap
-  python3-pip python3-torch"
+  python3-pip python3-torch slurm-wlm munge"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
