@@ -12,7 +12,6 @@
 #include <thread>
 #include <utility>
 
-
 namespace dit::ar {
 
 namespace fs = std::filesystem;
@@ -70,8 +69,8 @@ std::string parsable_job_id(const fs::path& sbatch_stdout) {
 // A plain fork and exec, waited for by its pid: run_process's sweep of the caller's children
 // would reap the coordinator's sbatch processes too.
 std::optional<std::string> command_output(const std::vector<std::string>& argv, int timeout_seconds) {
-  const auto program = argv.front().find('/') == std::string::npos ? find_on_path(argv.front())
-                                                                     : std::optional<fs::path>(argv.front());
+  const auto program =
+      argv.front().find('/') == std::string::npos ? find_on_path(argv.front()) : std::optional<fs::path>(argv.front());
   if (!program) return std::nullopt;
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
@@ -111,7 +110,8 @@ std::optional<std::string> command_output(const std::vector<std::string>& argv, 
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   char rest[4096];
-  for (ssize_t got; (got = ::read(pipe_fds[0], rest, sizeof rest)) > 0;) text.append(rest, static_cast<std::size_t>(got));
+  for (ssize_t got; (got = ::read(pipe_fds[0], rest, sizeof rest)) > 0;)
+    text.append(rest, static_cast<std::size_t>(got));
   ::close(pipe_fds[0]);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
   return text;
@@ -143,11 +143,11 @@ FilesystemKind filesystem_kind(const fs::path& path) {
   if (::statfs(folder.c_str(), &facts) != 0) return {"unknown (statfs failed)", false};
   // statfs(2)'s magic numbers: the network and cluster filesystems first, then common local ones.
   static const std::pair<unsigned long, FilesystemKind> kinds[] = {
-      {0x6969, {"nfs", true}},          {0x0BD00BD0, {"lustre", true}},   {0x47504653, {"gpfs", true}},
-      {0x19830326, {"beegfs", true}},   {0x00C36400, {"cephfs", true}},   {0x01021997, {"9p", true}},
-      {0x6a656a63, {"virtiofs", true}}, {0xFE534D42, {"smb2", true}},     {0xFF534D42, {"cifs", true}},
-      {0x5346414F, {"afs", true}},      {0x7461636f, {"ocfs2", true}},    {0x01161970, {"gfs2", true}},
-      {0xEF53, {"ext4", false}},        {0x58465342, {"xfs", false}},     {0x9123683E, {"btrfs", false}},
+      {0x6969, {"nfs", true}},          {0x0BD00BD0, {"lustre", true}},     {0x47504653, {"gpfs", true}},
+      {0x19830326, {"beegfs", true}},   {0x00C36400, {"cephfs", true}},     {0x01021997, {"9p", true}},
+      {0x6a656a63, {"virtiofs", true}}, {0xFE534D42, {"smb2", true}},       {0xFF534D42, {"cifs", true}},
+      {0x5346414F, {"afs", true}},      {0x7461636f, {"ocfs2", true}},      {0x01161970, {"gfs2", true}},
+      {0xEF53, {"ext4", false}},        {0x58465342, {"xfs", false}},       {0x9123683E, {"btrfs", false}},
       {0x01021994, {"tmpfs", false}},   {0x794c7630, {"overlayfs", false}}, {0x2fc12fc1, {"zfs", false}},
       {0x65735546, {"fuse", false}},
   };
