@@ -135,8 +135,11 @@ Decision decide_without_notes(const RunFacts& facts) {
                     [&](const nlohmann::json& report) { return report.value("test", "") == result.test.name; });
     if (!reported) crash_reasons.push_back("the judge test " + result.test.name + " wrote no report");
   }
-  if (!facts.skipped_presets.empty() && quality_failures.empty())
-    crash_reasons.push_back("test presets were skipped without a failing quality gate");
+  // Skipping is right after a quality failure (DISCARD-QUALITY) or a test that failed or broke
+  // (CRASH either way); a skip with neither crashes the run.
+  const bool decided_by_a_test = !quality_failures.empty() || !failed_tests.empty() || !crash_reasons.empty();
+  if (!facts.skipped_presets.empty() && !decided_by_a_test)
+    crash_reasons.push_back("test presets were skipped without a failing quality gate or test");
   std::optional<nlohmann::json> performance = performance_report(facts.gate_reports);
   if (!performance && facts.skipped_presets.empty())
     crash_reasons.push_back("the performance gate wrote no report (judge/gates/performance.json)");
@@ -154,6 +157,9 @@ Decision decide_without_notes(const RunFacts& facts) {
     crash_reasons.insert(crash_reasons.end(), quality_failures.begin(), quality_failures.end());
     crash_reasons.insert(crash_reasons.end(), failed_gates.begin(), failed_gates.end());
     for (const auto& failure : performance_failures) crash_reasons.push_back(failure);
+    if (decided_by_a_test)
+      for (const auto& preset : facts.skipped_presets)
+        crash_reasons.push_back("not run after the failure: test preset " + preset);
     return crash(crash_reasons);
   }
 

@@ -31,8 +31,9 @@ struct RunFacts {
   std::vector<std::string> sandbox_refusals;
   std::string build_dir;
   std::string source_dir;
-  // Test presets not run because a quality gate of an earlier preset had already failed (the
-  // candidate is discarded whatever they would say, so its performance is not measured).
+  // Test presets (or a preset's performance gate) not run because the decision was already made:
+  // a quality gate failed (DISCARD-QUALITY) or a candidate test failed or broke (CRASH), so the
+  // candidate's performance is not measured.
   std::vector<std::string> skipped_presets;
 };
 

@@ -269,6 +269,16 @@ bool quality_failed(const RunFacts& facts) {
   });
 }
 
+// Why the rest of the lane's tests would not change the decision: a quality gate failed
+// (DISCARD-QUALITY), or a test that ran did not pass (CRASH, whatever the performance gate says).
+std::optional<std::string> already_decided(const RunFacts& facts) {
+  if (quality_failed(facts)) return "a quality gate failed";
+  if (std::any_of(facts.tests.begin(), facts.tests.end(),
+                  [](const TestResult& result) { return result.outcome != TestOutcome::passed; }))
+    return "a test did not pass";
+  return std::nullopt;
+}
+
 // The candidate's tests that set up a fixture one of `quality_judges` requires (the renders whose
 // outputs the gates judge), and the others, each in the listing's order.
 std::pair<std::vector<SelectedTest>, std::vector<SelectedTest>> split_gate_inputs(
@@ -435,11 +445,11 @@ RunFacts run_commit(const RunRequest& request) {
   }
   auto test_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config.timeouts.test);
   for (const auto& preset : lane.test_presets) {
-    // A failed quality gate already decides DISCARD-QUALITY: the later presets (the performance
-    // gate's interleaved runs, minutes on a GPU) would not change it.
-    if (quality_failed(facts)) {
+    // A failed quality gate or test already decides: the later presets (the performance gate's
+    // interleaved runs, minutes on a GPU) would not change it.
+    if (const auto decided = already_decided(facts)) {
       facts.skipped_presets.push_back(preset);
-      progress(request).stage_skipped("tests (" + preset + ")", preset, "a quality gate failed");
+      progress(request).stage_skipped("tests (" + preset + ")", preset, *decided);
       continue;
     }
     auto selected = list_tests(request, preset, facts);
@@ -530,6 +540,11 @@ RunFacts run_commit(const RunRequest& request) {
       continue;
     }
     if (!run_candidate(other_tests, gate_inputs.empty() ? "" : "other")) return facts;
+    if (const auto decided = already_decided(facts); decided && !performance_judges.empty()) {
+      facts.skipped_presets.push_back(preset + " (its performance gate)");
+      progress(request).stage_skipped("judge (" + preset + ", performance)", preset, *decided);
+      continue;
+    }
     if (!run_judges(performance_judges, "performance")) return facts;
   }
   return facts;

@@ -419,6 +419,29 @@ TEST(Decision, PresetsSkippedAfterAQualityFailureDiscardForQuality) {
   EXPECT_EQ(decide(facts).status, Status::crash);
 }
 
+TEST(Decision, APerformanceGateSkippedAfterAFailedTestIsACrashNamingBoth) {
+  // A correctness test failed with the quality intact: CRASH whatever the performance gate would
+  // say, so it is not run; the reasons name the test, then what was not run.
+  RunFacts facts = passing_run();
+  facts.tests[0].outcome = TestOutcome::failed;
+  facts.tests.pop_back();
+  facts.gate_reports.pop_back();
+  facts.skipped_presets = {"fixture (its performance gate)"};
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::crash);
+  ASSERT_EQ(decision.reasons.size(), 2u);
+  EXPECT_EQ(decision.reasons.front().rfind("unit_a failed", 0), 0u) << decision.reasons.front();
+  EXPECT_EQ(decision.reasons.back(), "not run after the failure: test preset fixture (its performance gate)");
+  // A test that crashed decides as well; with every test passing, the skip itself is the crash.
+  facts.tests[0].outcome = TestOutcome::crashed;
+  EXPECT_EQ(decide(facts).reasons.back(), "not run after the failure: test preset fixture (its performance gate)");
+  facts.tests[0].outcome = TestOutcome::passed;
+  decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::crash);
+  EXPECT_EQ(decision.reasons,
+            std::vector<std::string>{"test presets were skipped without a failing quality gate or test"});
+}
+
 TEST(Decision, AWrongOutputTheGatesMeasuredIsDiscardQualityNamingTheFailedTestsToo) {
   // A numerical break fails unit tests and gates alike: DISCARD-QUALITY, the reasons naming the
   // gates with their measured values and bounds, then the correctness tests that failed beside.

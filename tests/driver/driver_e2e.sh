@@ -478,4 +478,18 @@ sys.exit(1 if problems else 0)
 PY
 expect_discarded "$REFOLD" "$FUSED"
 
+step "a correctness test broken with the quality intact -> CRASH, the performance gate not run"
+sed -i 's/(seed >> (16 \* k)) \& 0xffff/k/' "$REPO/src/work.cpp"
+grep -q 'engine(static_cast<int>(k))' "$REPO/src/work.cpp" || fail "the seed-blind variant was not made"
+commit_change "Drop the seed from the image"
+SEEDLESS=$(head_sha)
+ar seedless experiment --classification exact --description "seedless images"
+expect_rc 4
+expect_line "status: CRASH"
+expect_text "unit_work failed"
+expect_text "not run after the failure: test preset fixture-perf"
+expect_discarded "$SEEDLESS" "$FUSED"
+expect_row "$(rows)" CRASH exact "$SEEDLESS"
+[ ! -e "$(run_dir_of "$(rows)")/judge/gates/performance.json" ] || fail "the performance gate ran after a failed test"
+
 e2e_finish
