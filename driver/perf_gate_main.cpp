@@ -141,9 +141,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "dit-perf-gate: compares the candidate's objective benchmark with the best's, interleaved, under the "
       "timed-outputs protocol: the same fresh request seed for both sides each round, their timed outputs compared "
-      "image by image, the untimed part of each process bounded. From the sequential rule's first look on (round 7 "
-      "of at most 20 by default), a rank interval of the improvement after each round shows the lane's minimum "
-      "reached, shows it out of reach, or asks for one more round (at most the lane's max_rounds); then the "
+      "image by image, the untimed part of each process bounded. From the sequential rule's first look on (round 4 "
+      "of at most 20 by default), rank intervals of the improvement after each round show the lane's minimum "
+      "reached (from round 5), show it out of reach, or ask for one more round (at most the lane's max_rounds); then "
+      "the "
       "guardrails. Takes no arguments: it reads $DIT_JUDGE_DIR/perf-request.json, which only dit-ar writes, and "
       "skips (77) without DIT_JUDGE_DIR."};
   try {

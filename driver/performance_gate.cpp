@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -318,49 +319,90 @@ double improvement_percent(Direction direction, double candidate, double referen
 // --- The sequential rule -----------------------------------------------------------------------
 
 nlohmann::json SequentialRule::to_json() const {
+  json levels = json::array();
+  for (const LookLevels& look : looks) {
+    levels.push_back({{"rounds", look.rounds},
+                      {"keep_alpha", look.keep_alpha},
+                      {"keep_rank", look.keep_rank},
+                      {"discard_alpha", look.discard_alpha},
+                      {"discard_rank", look.discard_rank}});
+  }
   return {{"procedure",
            "Hodges-Lehmann shift of log(candidate) - log(best) over the processes' medians, Lehmann's rank "
-           "interval at alpha_per_look a side (Bonferroni over the looks); KEEP-worthy when the estimate reaches the "
-           "minimum and the lower end exceeds keep_floor_fraction of it, settled against when the upper end is "
-           "below the minimum"},
+           "intervals: KEEP-worthy when the estimate reaches the minimum and the keep interval's lower end "
+           "exceeds keep_floor_fraction of it (keep levels spent over the looks, summing to at most "
+           "false_keep_rate), settled against when the discard interval's upper end (discard_alpha a side at "
+           "every look) is below the minimum"},
           {"false_keep_rate", false_keep_rate},
           {"keep_floor_fraction", kKeepFloorFraction},
+          {"discard_alpha", discard_alpha},
           {"first_look", first_look},
+          {"first_keep_look", first_keep_look},
           {"max_rounds", max_rounds},
-          {"alpha_per_look", alpha_per_look},
-          {"confidence_per_look", 1.0 - 2.0 * alpha_per_look}};
+          {"looks", levels}};
 }
 
-SequentialRule sequential_rule(int max_rounds, double false_keep_rate) {
-  if (!(false_keep_rate > 0.0 && false_keep_rate < 0.5)) {
-    throw Error(ErrorKind::invalid_argument, "a false-keep rate of " + format(false_keep_rate) + " is not in (0, 0.5)");
-  }
-  for (int first = 2; first <= max_rounds; ++first) {
-    const double alpha = false_keep_rate / static_cast<double>(max_rounds - first + 1);
-    const auto rounds = static_cast<std::size_t>(first);
-    if (shift_interval_rank(rounds, rounds, alpha) == 0) continue;
-    SequentialRule rule;
-    rule.first_look = first;
-    rule.max_rounds = max_rounds;
-    rule.false_keep_rate = false_keep_rate;
-    rule.alpha_per_look = alpha;
-    for (int r = first; r <= max_rounds; ++r) {
-      rule.ranks.push_back(shift_interval_rank(static_cast<std::size_t>(r), static_cast<std::size_t>(r), alpha));
+SequentialRule sequential_rule(int max_rounds, double false_keep_rate, double discard_alpha) {
+  for (const auto& [name, rate] : {std::pair{"false-keep rate", false_keep_rate}, {"discard level", discard_alpha}}) {
+    if (!(rate > 0.0 && rate < 0.5)) {
+      throw Error(ErrorKind::invalid_argument,
+                  std::string("a ") + name + " of " + format(rate) + " is not in (0, 0.5)");
     }
-    return rule;
   }
-  throw Error(ErrorKind::invalid_argument, std::to_string(max_rounds) +
-                                               " rounds are too few for a false-keep rate of " +
-                                               format(false_keep_rate) + ": no look could settle");
+  // The level of the rank-1 interval after r rounds a side: P(U = 0) = 1 / C(2r, r).
+  const auto rank_one_level = [](int r) { return std::exp(2.0 * std::lgamma(r + 1.0) - std::lgamma(2.0 * r + 1.0)); };
+  SequentialRule rule;
+  rule.max_rounds = max_rounds;
+  rule.false_keep_rate = false_keep_rate;
+  rule.discard_alpha = discard_alpha;
+  double left = false_keep_rate;
+  bool even_shares = false;
+  for (int r = 2; r <= max_rounds; ++r) {
+    const auto rounds = static_cast<std::size_t>(r);
+    LookLevels look;
+    look.rounds = r;
+    // The keep side's share of this look (see the header).
+    const double share = left / static_cast<double>(max_rounds - r + 1);
+    if (even_shares || shift_interval_rank(rounds, rounds, share) > 0) {
+      even_shares = true;
+      look.keep_alpha = share;
+    } else if (const double level = rank_one_level(r) * (1.0 + 1e-9); left - level >= false_keep_rate / 2.0) {
+      look.keep_alpha = level;  // (1 + 1e-9: the rank-1 level, not lost to rounding)
+    }
+    if (look.keep_alpha > 0.0) {
+      look.keep_rank = shift_interval_rank(rounds, rounds, look.keep_alpha);
+      if (look.keep_rank == 0) look.keep_alpha = 0.0;  // the rank-1 level lost to rounding: no look
+    }
+    left -= look.keep_alpha;
+    // The discard interval is never wider than the keep interval of the same look.
+    look.discard_alpha = std::max(discard_alpha, look.keep_alpha);
+    look.discard_rank = shift_interval_rank(rounds, rounds, look.discard_alpha);
+    if (look.keep_rank > 0 && rule.first_keep_look == 0) rule.first_keep_look = r;
+    if (rule.first_look == 0 && look.discard_rank == 0 && look.keep_rank == 0) continue;
+    if (rule.first_look == 0) rule.first_look = r;
+    rule.looks.push_back(look);
+  }
+  if (rule.first_keep_look == 0) {
+    throw Error(ErrorKind::invalid_argument, std::to_string(max_rounds) +
+                                                 " rounds are too few for a false-keep rate of " +
+                                                 format(false_keep_rate) + ": no look could keep");
+  }
+  return rule;
 }
 
 nlohmann::json Look::to_json() const {
   static const char* const verdicts[] = {"keep-worthy", "cannot reach the minimum", "unsettled"};
   json document{{"rounds", rounds}, {"verdict", verdicts[static_cast<int>(verdict)]}};
+  if (has_estimate) document["estimate_percent"] = estimate_percent;
   if (has_interval) {
-    document["estimate_percent"] = estimate_percent;
     document["lower_percent"] = lower_percent;
     document["upper_percent"] = upper_percent;
+    document["confidence"] = confidence;
+  }
+  if (has_discard_interval) {
+    document["discard_lower_percent"] = discard_lower_percent;
+    document["discard_upper_percent"] = discard_upper_percent;
+    document["discard_confidence"] = discard_confidence;
   }
   return document;
 }
@@ -370,7 +412,7 @@ Look look_at(const SequentialRule& rule, Direction direction, double min_improve
   Look look;
   look.rounds = static_cast<int>(std::min(candidate.process_medians.size(), best.process_medians.size()));
   if (candidate.process_medians.size() != best.process_medians.size() || look.rounds < rule.first_look ||
-      look.rounds > rule.max_rounds) {
+      look.rounds > rule.max_rounds || rule.looks.empty()) {
     return look;
   }
   std::vector<double> candidate_logs;
@@ -382,20 +424,34 @@ Look look_at(const SequentialRule& rule, Direction direction, double min_improve
       logs->push_back(std::log(value));
     }
   }
-  const ShiftInterval shift = shift_interval(candidate_logs, best_logs, rule.ranks[look.rounds - rule.first_look]);
+  const LookLevels& levels = rule.at(look.rounds);
   // The shift is log(candidate / best): a lower candidate is an improvement when lower is better.
   auto improvement = [direction](double log_ratio) {
     const double change = (std::exp(log_ratio) - 1.0) * 100.0;
     return (direction == Direction::lower ? -change : change) + 0.0;  // + 0.0: no "-0%"
   };
-  look.has_interval = true;
-  look.estimate_percent = improvement(shift.estimate);
-  look.lower_percent = std::min(improvement(shift.lower), improvement(shift.upper));
-  look.upper_percent = std::max(improvement(shift.lower), improvement(shift.upper));
-  if (look.estimate_percent >= min_improvement_percent &&
+  // The interval of `rank` as improvements, lower end first.
+  const auto interval = [&](std::size_t rank) {
+    const ShiftInterval shift = shift_interval(candidate_logs, best_logs, rank);
+    look.has_estimate = true;
+    look.estimate_percent = improvement(shift.estimate);
+    return std::pair{std::min(improvement(shift.lower), improvement(shift.upper)),
+                     std::max(improvement(shift.lower), improvement(shift.upper))};
+  };
+  if (levels.keep_rank > 0) {
+    look.has_interval = true;
+    std::tie(look.lower_percent, look.upper_percent) = interval(levels.keep_rank);
+    look.confidence = 1.0 - 2.0 * levels.keep_alpha;
+  }
+  if (levels.discard_rank > 0) {
+    look.has_discard_interval = true;
+    std::tie(look.discard_lower_percent, look.discard_upper_percent) = interval(levels.discard_rank);
+    look.discard_confidence = 1.0 - 2.0 * levels.discard_alpha;
+  }
+  if (look.has_interval && look.estimate_percent >= min_improvement_percent &&
       look.lower_percent > kKeepFloorFraction * min_improvement_percent) {
     look.verdict = Verdict::keep_worthy;
-  } else if (look.upper_percent < min_improvement_percent) {
+  } else if (look.has_discard_interval && look.discard_upper_percent < min_improvement_percent) {
     look.verdict = Verdict::cannot_reach_minimum;
   }
   return look;
@@ -474,34 +530,43 @@ GateReport evaluate_performance(const Lane& lane, const SequentialRule& rule, do
   details["exact_p_value"] = test.exact;
   details["rule"] = rule.to_json();
   details["interval"] = look.to_json();
-  details["interval"]["confidence"] = 1.0 - 2.0 * rule.alpha_per_look;
 
   // "median improved only 0.2% (716.5 vs 718.1 ms; minimum 1%)", or "regressed".
   const std::string median_change = std::string("median ") + (improvement >= 0 ? "improved only " : "regressed ") +
                                     format(std::abs(improvement)) + "% (" + format(candidate_summary.median) + " vs " +
                                     format(best_summary.median) + " " + lane.objective.unit + "; minimum " +
                                     format(min_improvement_percent) + "%)";
-  const std::string interval =
-      look.has_interval ? format(100.0 * (1.0 - 2.0 * rule.alpha_per_look)) + "% interval of the improvement " +
-                              format(look.lower_percent) + "% to " + format(look.upper_percent) + "% after " +
-                              std::to_string(look.rounds) + " of at most " + std::to_string(rule.max_rounds) + " rounds"
-                        : "";
-  if (!look.has_interval) {
+  // "99.9% interval of the improvement 0.4% to 1.9% after 7 of at most 20 rounds".
+  const auto interval_text = [&](double confidence, double lower, double upper) {
+    return format(100.0 * confidence) + "% interval of the improvement " + format(lower) + "% to " + format(upper) +
+           "% after " + std::to_string(look.rounds) + " of at most " + std::to_string(rule.max_rounds) + " rounds";
+  };
+  if (!look.has_estimate) {
     report.reasons.push_back("no significant difference can be shown: the rule needs " +
                              std::to_string(rule.first_look) + " to " + std::to_string(rule.max_rounds) +
                              " rounds of positive values on both sides (candidate " +
                              std::to_string(candidate.process_medians.size()) + " processes, best " +
                              std::to_string(best.process_medians.size()) + ")");
   } else if (look.verdict == Verdict::cannot_reach_minimum) {
-    report.reasons.push_back(median_change + ": the " + interval + " lies below the minimum");
+    report.reasons.push_back(
+        median_change + ": the " +
+        interval_text(look.discard_confidence, look.discard_lower_percent, look.discard_upper_percent) +
+        " lies below the minimum");
+  } else if (look.verdict == Verdict::unsettled && !look.has_interval) {
+    report.reasons.push_back(
+        median_change + ", not settled: the " +
+        interval_text(look.discard_confidence, look.discard_lower_percent, look.discard_upper_percent) +
+        " reaches the minimum, and a KEEP needs " + std::to_string(rule.first_keep_look) + " rounds at least");
   } else if (look.verdict == Verdict::unsettled && look.estimate_percent < min_improvement_percent) {
-    report.reasons.push_back(median_change + ", not settled: the " + interval + " (estimate " +
+    report.reasons.push_back(median_change + ", not settled: the " +
+                             interval_text(look.confidence, look.lower_percent, look.upper_percent) + " (estimate " +
                              format(look.estimate_percent) + "%) does not show the minimum reached");
   } else if (look.verdict == Verdict::unsettled) {
     report.reasons.push_back("no significant difference from the best large enough to keep: the estimate " +
                              format(look.estimate_percent) + "% reaches the minimum " +
-                             format(min_improvement_percent) + "%, but the " + interval + " reaches below " +
-                             format(kKeepFloorFraction * min_improvement_percent) + "%");
+                             format(min_improvement_percent) + "%, but the " +
+                             interval_text(look.confidence, look.lower_percent, look.upper_percent) +
+                             " reaches below " + format(kKeepFloorFraction * min_improvement_percent) + "%");
   }
 
   nlohmann::json guardrails = nlohmann::json::array();

@@ -59,44 +59,77 @@ struct GateReport {
 //
 // A comparison ends as soon as it is settled. After each interleaved round r from the rule's first
 // look on, the gate takes each side's process values (Measurement::process_medians), their
-// logarithms, and Lehmann's distribution-free interval for the shift log(candidate) - log(best)
-// (Hodges-Lehmann's estimate at its centre; a multiplicative noise is a shift of the logarithms),
-// read as an improvement in percent. Each look's interval misses on each side with probability at
-// most alpha_per_look = kFalseKeepRate / looks (looks = max_rounds - first_look + 1: Bonferroni),
-// so over every look together its lower end exceeds the true improvement with probability at most
-// kFalseKeepRate, for any continuous noise both sides share up to the shift. A look is
-//   keep-worthy when the estimate reaches the minimum and the lower end exceeds kKeepFloorFraction
-//     of it: a candidate truly no better than half the minimum is kept at most kFalseKeepRate of
-//     the time;
-//   unable to reach the minimum when the upper end is below it (any clear regression included);
-//   unsettled otherwise: one more round; after max_rounds an unsettled comparison is discarded.
-// The first look is the earliest round count whose interval exists at alpha_per_look (1 / C(2r, r)
-// <= alpha_per_look): 7 rounds for the default 20. The error rates are measured on synthetic
-// comparisons in tests/driver/perf_gate_simulation_test.cpp.
+// logarithms, and Lehmann's distribution-free intervals for the shift log(candidate) - log(best)
+// (Hodges-Lehmann's estimate at their centre; a multiplicative noise is a shift of the logarithms),
+// read as an improvement in percent. Two intervals, one per way a look can settle:
+//   the keep interval: its sides miss with probability keep_alpha at look r, and the keep levels of
+//     all the looks add up to at most kFalseKeepRate (Bonferroni with unequal shares), so over
+//     every look together its lower end exceeds the true improvement with probability at most
+//     kFalseKeepRate, for any continuous noise both sides share up to the shift. A look is
+//     keep-worthy when the estimate reaches the minimum and the lower end exceeds
+//     kKeepFloorFraction of it: a candidate truly no better than half the minimum is kept at most
+//     kFalseKeepRate of the time;
+//   the discard interval, at kDiscardAlphaPerLook a side (95%): the look cannot reach the minimum
+//     when its upper end is below it (any clear regression included). A discard costs only a
+//     missed KEEP, so this side is not spent over the looks; how often a candidate twice the
+//     minimum faster is lost to it is measured by the simulation (at most 10%).
+// Otherwise the look is unsettled: one more round; after max_rounds an unsettled comparison is
+// discarded. An interval of rank 1 (the extreme pairwise differences) exists at r rounds from the
+// level 1 / C(2r, r) on. The discard side looks from the first r whose rank-1 level is within its
+// alpha (4 rounds: 1 / 70). The keep side spends its rate from the first r whose rank-1 level is at
+// most half the rate (5 rounds for 0.01: 1 / 252): a look whose even share of what is left would
+// give no interval spends its rank-1 level if that leaves at least half the rate, else it is
+// skipped; from the first look whose even share gives an interval on, every look takes the even
+// share. For 20 rounds at 0.01: 1/252 at 5, none at 6 (1/924 would leave less than half), then
+// 0.00043 each for 7 to 20. The error
+// rates are measured on synthetic comparisons in tests/driver/perf_gate_simulation_test.cpp.
 inline constexpr double kFalseKeepRate = 0.01;
 inline constexpr double kKeepFloorFraction = 0.5;
+inline constexpr double kDiscardAlphaPerLook = 0.025;
+
+// The two intervals of the look after `rounds` rounds: a side's rank 0 means no interval of that
+// side at this look.
+struct LookLevels {
+  int rounds = 0;
+  double keep_alpha = 0.0;  // each side of the keep interval
+  std::size_t keep_rank = 0;
+  double discard_alpha = 0.0;  // each side of the discard interval
+  std::size_t discard_rank = 0;
+};
 
 struct SequentialRule {
-  int first_look = 0;
+  int first_look = 0;       // the earliest look (the discard side's)
+  int first_keep_look = 0;  // the earliest look that can keep
   int max_rounds = 0;
   double false_keep_rate = kFalseKeepRate;
-  double alpha_per_look = 0.0;     // each side of each look's interval
-  std::vector<std::size_t> ranks;  // the interval's rank (statistics.h) after first_look + i rounds
+  double discard_alpha = kDiscardAlphaPerLook;
+  std::vector<LookLevels> looks;  // rounds first_look to max_rounds, in order
+  // The levels after `rounds` rounds, first_look <= rounds <= max_rounds.
+  const LookLevels& at(int rounds) const { return looks.at(static_cast<std::size_t>(rounds - first_look)); }
   nlohmann::json to_json() const;
 };
 
 // The rule's schedule for `max_rounds`. Throws dit::Error(invalid_argument) when no look could
-// settle (too few rounds for the rate).
-SequentialRule sequential_rule(int max_rounds, double false_keep_rate = kFalseKeepRate);
+// keep (too few rounds for the rate) or a rate is outside (0, 0.5).
+SequentialRule sequential_rule(int max_rounds, double false_keep_rate = kFalseKeepRate,
+                               double discard_alpha = kDiscardAlphaPerLook);
 
 enum class Verdict { keep_worthy, cannot_reach_minimum, unsettled };
 
 struct Look {
   int rounds = 0;
-  bool has_interval = false;  // false before the first look, past max_rounds, or on unusable values
+  // Whether the look has an estimate at all: false before the first look, past max_rounds, with
+  // unequal sides or on unusable values.
+  bool has_estimate = false;
   double estimate_percent = 0.0;
+  bool has_interval = false;  // the keep interval (rounds from first_keep_look on)
   double lower_percent = 0.0;
   double upper_percent = 0.0;
+  double confidence = 0.0;  // 1 - 2 keep_alpha
+  bool has_discard_interval = false;
+  double discard_lower_percent = 0.0;
+  double discard_upper_percent = 0.0;
+  double discard_confidence = 0.0;
   Verdict verdict = Verdict::unsettled;
   nlohmann::json to_json() const;
 };

@@ -210,10 +210,10 @@ void results_section(std::ostream& html, const ReportInput& input) {
             "in the same rounds; improvement_percent compares the two. p_value (Mann-Whitney U over the samples) is "
             "reported, not decided on: the gate keeps a commit when the Hodges-Lehmann estimate of the improvement "
             "(from the logarithms of each process's median) reaches the lane's minimum and the lower end of its rank "
-            "interval exceeds half of it. It looks after every round from the 7th (with the lane's default of at most "
-            "20 rounds), each look's interval at a false-keep rate of 1% shared over all looks (Bonferroni), stops "
-            "early when the upper end falls below the minimum, and discards what is unsettled after the last "
-            "round.</p>\n";
+            "interval exceeds half of it. It looks after every round from the 4th (with the lane's default of at most "
+            "20 rounds), keeps from the 5th, the keep intervals sharing a false-keep rate of 1% over all looks "
+            "(Bonferroni), stops early when the upper end of a 95% interval falls below the minimum, and discards "
+            "what is unsettled after the last round.</p>\n";
     html << "<div class=\"table-wrap\"><table class=\"results\">\n<thead><tr><th>#</th>";
     for (std::size_t column : order) html << "<th>" << html_escape(input.results.header[column]) << "</th>";
     html << "</tr></thead>\n<tbody>\n";

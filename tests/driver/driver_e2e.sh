@@ -107,7 +107,8 @@ expect_row 2 KEEP exact "$FAST"
 expect_number_between "$(row_field 2 improvement_percent)" 40 55 "row 2 improvement_percent"
 expect_number_between "$(row_field 2 best_before)" 29.9 36 "row 2 best_before"
 expect_number_between "$(row_field 2 candidate)" 14.9 19 "row 2 candidate"
-expect_number_between "$(row_field 2 p_value)" 0 0.001 "row 2 p_value"
+# Settled at the first keep look, 5 processes a side, wholly separated: p = 2 / C(10, 5).
+expect_number_between "$(row_field 2 p_value)" 0 0.008 "row 2 p_value"
 [ "$(row_field 2 peak_memory)" = "1048576" ] || fail "row 2 peak_memory '$(row_field 2 peak_memory)'"
 RUN=$(run_dir_of 2)
 expect_report "$RUN/judge/quality/gates/quality_output.json" true

@@ -108,7 +108,8 @@ TEST(PerformanceGate, NeedsTheIntervalAndTheMinimum) {
   EXPECT_EQ(kept.details["interval"]["rounds"], 9);
   EXPECT_NEAR(kept.details["interval"]["estimate_percent"].get<double>(), 10.0, 0.5);
   EXPECT_GT(kept.details["interval"]["lower_percent"].get<double>(), 2.5);
-  EXPECT_EQ(kept.details["rule"]["first_look"], 7);
+  EXPECT_EQ(kept.details["rule"]["first_look"], 4);
+  EXPECT_EQ(kept.details["rule"]["first_keep_look"], 5);
   EXPECT_GT(kept.details["p_value"].get<double>(), 0.0);  // reported, not decided on
   GateReport too_small = evaluate_performance(lane, rule, 15.0, faster, best, std::nullopt);
   EXPECT_FALSE(too_small.passed);
@@ -139,26 +140,53 @@ TEST(PerformanceGate, GuardrailsAgainstTheBaseline) {
 
 // --- The sequential rule ------------------------------------------------------------------------
 
+// P(U <= rank - 1) for `rounds` and `rounds`: the level of an interval of that rank.
+double rank_level(std::size_t rounds, std::size_t rank) {
+  const std::vector<double> null = mann_whitney_null_distribution(rounds, rounds);
+  double below = 0.0;
+  for (std::size_t u = 0; u < rank; ++u) below += null[u];
+  return below;
+}
+
 TEST(SequentialRule, ScheduleSpendsTheFalseKeepRateOverItsLooks) {
   const SequentialRule rule = sequential_rule(20);
-  // 14 looks (rounds 7..20) at 0.01 / 14 a side; 6 rounds cannot reach that (1 / C(12, 6) = 1 / 924).
-  EXPECT_EQ(rule.first_look, 7);
+  // The discard side from 4 rounds (1 / C(8, 4) = 1 / 70 <= 0.025); the keep side at 1 / 252 at 5
+  // rounds, none at 6 (1 / 924 would leave less than half of 0.01), then even shares for 7 to 20.
+  EXPECT_EQ(rule.first_look, 4);
+  EXPECT_EQ(rule.first_keep_look, 5);
   EXPECT_EQ(rule.max_rounds, 20);
-  EXPECT_DOUBLE_EQ(rule.alpha_per_look, 0.01 / 14);
-  ASSERT_EQ(rule.ranks.size(), 14u);
-  EXPECT_EQ(rule.ranks.front(), 2u);  // P(U <= 1) = 2 / 3432 for 7 and 7
-  for (std::size_t i = 0; i < rule.ranks.size(); ++i) {
-    const std::size_t rounds = static_cast<std::size_t>(rule.first_look) + i;
-    const std::vector<double> null = mann_whitney_null_distribution(rounds, rounds);
-    double below = 0.0;
-    for (std::size_t u = 0; u < rule.ranks[i]; ++u) below += null[u];       // P(U <= rank - 1)
-    EXPECT_LE(below, rule.alpha_per_look) << rounds;                        // the rank's level holds
-    EXPECT_GT(below + null[rule.ranks[i]], rule.alpha_per_look) << rounds;  // and it is the widest
+  ASSERT_EQ(rule.looks.size(), 17u);
+  EXPECT_EQ(rule.at(4).keep_rank, 0u);
+  EXPECT_EQ(rule.at(4).discard_rank, 1u);
+  EXPECT_NEAR(rule.at(5).keep_alpha * 252, 1.0, 1e-8);
+  EXPECT_EQ(rule.at(5).keep_rank, 1u);
+  EXPECT_EQ(rule.at(6).keep_rank, 0u);
+  const double share = (0.01 - 1.0 / 252) / 14;
+  double spent = 0.0;
+  for (const LookLevels& look : rule.looks) {
+    SCOPED_TRACE(look.rounds);
+    spent += look.keep_alpha;
+    if (look.rounds >= 7) EXPECT_NEAR(look.keep_alpha / share, 1.0, 1e-8);
+    const auto rounds = static_cast<std::size_t>(look.rounds);
+    // Each interval's rank holds its level and is the widest that does.
+    if (look.keep_rank > 0) {
+      EXPECT_LE(rank_level(rounds, look.keep_rank), look.keep_alpha);
+      EXPECT_GT(rank_level(rounds, look.keep_rank + 1), look.keep_alpha);
+    }
+    EXPECT_DOUBLE_EQ(look.discard_alpha, 0.025);
+    ASSERT_GT(look.discard_rank, 0u);
+    EXPECT_LE(rank_level(rounds, look.discard_rank), 0.025);
+    EXPECT_GT(rank_level(rounds, look.discard_rank + 1), 0.025);
+    EXPECT_GE(look.discard_rank, look.keep_rank);  // never wider than the keep interval
   }
-  EXPECT_EQ(sequential_rule(9).first_look, 6);  // 4 looks: 0.0025 a side
-  EXPECT_EQ(sequential_rule(20, 0.05).first_look, 6);
-  EXPECT_THROW(sequential_rule(4), dit::Error);  // 1 / C(8, 4) = 1 / 70 > 0.01
+  EXPECT_LE(spent, 0.01 * (1 + 1e-6));  // Bonferroni: the looks together
+  EXPECT_GE(spent, 0.01 * (1 - 1e-6));
+  EXPECT_EQ(sequential_rule(9).first_keep_look, 5);  // 1 / 252, then 4 even shares of 0.0015
+  EXPECT_NEAR(sequential_rule(9).at(6).keep_alpha / ((0.01 - 1.0 / 252) / 4), 1.0, 1e-8);
+  EXPECT_EQ(sequential_rule(20, 0.05).first_keep_look, 4);
+  EXPECT_THROW(sequential_rule(4), dit::Error);  // 1 / C(8, 4) = 1 / 70 > 0.005
   EXPECT_THROW(sequential_rule(20, 0.0), dit::Error);
+  EXPECT_THROW(sequential_rule(20, 0.01, 0.5), dit::Error);
 }
 
 TEST(SequentialRule, ShiftIntervalOfRanks) {
@@ -205,7 +233,7 @@ TEST(SequentialRule, LookVerdicts) {
   const std::vector<Case> cases = {
       {"3% faster, tight: keep-worthy at 2%", 97.0, 0.005, 2.0, Direction::lower, Verdict::keep_worthy},
       {"3% faster, tight: cannot reach 4%", 97.0, 0.005, 4.0, Direction::lower, Verdict::cannot_reach_minimum},
-      {"3% faster, tight: 3.2% is within the interval", 97.0, 0.005, 3.2, Direction::lower, Verdict::unsettled},
+      {"3% faster, tight: 3.1% is within the interval", 97.0, 0.005, 3.1, Direction::lower, Verdict::unsettled},
       {"3% faster, wide: the lower end below half of 2%", 97.0, 0.05, 2.0, Direction::lower, Verdict::unsettled},
       {"3% slower: cannot reach 1%", 103.0, 0.005, 1.0, Direction::lower, Verdict::cannot_reach_minimum},
       {"3% higher is better: keep-worthy", 103.0, 0.005, 2.0, Direction::higher, Verdict::keep_worthy},
@@ -216,33 +244,44 @@ TEST(SequentialRule, LookVerdicts) {
     Look look = look_at(rule, c.direction, c.minimum, spread_samples(c.candidate, c.spread, 9),
                         spread_samples(100.0, c.spread, 9));
     EXPECT_TRUE(look.has_interval);
+    EXPECT_TRUE(look.has_discard_interval);
     EXPECT_EQ(look.rounds, 9);
     EXPECT_EQ(look.verdict, c.verdict) << look.to_json().dump();
-    EXPECT_LE(look.lower_percent, look.estimate_percent);
-    EXPECT_LE(look.estimate_percent, look.upper_percent);
+    EXPECT_LE(look.lower_percent, look.discard_lower_percent);  // the discard interval lies inside
+    EXPECT_LE(look.discard_lower_percent, look.estimate_percent);
+    EXPECT_LE(look.estimate_percent, look.discard_upper_percent);
+    EXPECT_LE(look.discard_upper_percent, look.upper_percent);
     const double improvement = c.direction == Direction::lower ? 100.0 - c.candidate : c.candidate - 100.0;
     EXPECT_NEAR(look.estimate_percent, improvement, 1e-9);
   }
-  // No interval before the first look, past max_rounds, with unequal sides or a value <= 0.
-  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 6), spread_samples(100, 0, 6)).has_interval);
+  // Before the first keep look only the discard interval; none before the first look, past
+  // max_rounds, with unequal sides or a value <= 0.
+  const Look four = look_at(rule, Direction::lower, 1.0, spread_samples(110, 0, 4), spread_samples(100, 0, 4));
+  EXPECT_TRUE(four.has_discard_interval);
+  EXPECT_FALSE(four.has_interval);
+  EXPECT_EQ(four.verdict, Verdict::cannot_reach_minimum);
+  const Look faster_four = look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 4), spread_samples(100, 0, 4));
+  EXPECT_EQ(faster_four.verdict, Verdict::unsettled);  // no KEEP before 5 rounds
+  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 3), spread_samples(100, 0, 3)).has_estimate);
   EXPECT_FALSE(
-      look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 21), spread_samples(100, 0, 21)).has_interval);
-  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 8), spread_samples(100, 0, 9)).has_interval);
+      look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 21), spread_samples(100, 0, 21)).has_estimate);
+  EXPECT_FALSE(look_at(rule, Direction::lower, 1.0, spread_samples(90, 0, 8), spread_samples(100, 0, 9)).has_estimate);
   EXPECT_FALSE(
-      look_at(rule, Direction::lower, 1.0, samples({0, 1, 1, 1, 1, 1, 1}), spread_samples(1, 0, 7)).has_interval);
+      look_at(rule, Direction::lower, 1.0, samples({0, 1, 1, 1, 1, 1, 1}), spread_samples(1, 0, 7)).has_estimate);
 }
 
 TEST(SequentialRule, MeasuresUntilSettled) {
   const SequentialRule rule = sequential_rule(20);
   // Rounds of values `candidate` and `best` (with a little alternating spread), counting calls.
-  auto rounds_of = [&](double candidate_value, double best_value, double minimum, int fail_at = -1) {
+  auto rounds_of = [&](double candidate_value, double best_value, double minimum, int fail_at = -1,
+                       double spread = 0.001) {
     Measurement candidate;
     Measurement best;
     int calls = 0;
     SequentialRun run = measure_sequentially(rule, Direction::lower, minimum, candidate, best,
                                              [&](int round, Measurement& c, Measurement& b) {
                                                EXPECT_EQ(round, calls++);
-                                               const double wiggle = round % 2 == 0 ? 1.001 : 0.999;
+                                               const double wiggle = round % 2 == 0 ? 1.0 + spread : 1.0 - spread;
                                                c.process_medians.push_back(candidate_value * wiggle);
                                                b.process_medians.push_back(best_value / wiggle);
                                                return round != fail_at;
@@ -251,19 +290,21 @@ TEST(SequentialRule, MeasuresUntilSettled) {
     return run;
   };
   SequentialRun faster = rounds_of(90, 100, 5.0);
-  EXPECT_EQ(faster.rounds, 7);
+  EXPECT_EQ(faster.rounds, 5);
   EXPECT_EQ(faster.stopping_reason, "settled: keep-worthy");
-  ASSERT_EQ(faster.looks.size(), 1u);
-  EXPECT_EQ(faster.to_json()["looks"][0]["verdict"], "keep-worthy");
+  ASSERT_EQ(faster.looks.size(), 2u);
+  EXPECT_EQ(faster.to_json()["looks"][0]["verdict"], "unsettled");  // 4 rounds: no KEEP yet
+  EXPECT_EQ(faster.to_json()["looks"][1]["verdict"], "keep-worthy");
   SequentialRun slower = rounds_of(110, 100, 5.0);
-  EXPECT_EQ(slower.rounds, 7);
+  EXPECT_EQ(slower.rounds, 4);
   EXPECT_EQ(slower.stopping_reason, "settled: cannot reach the minimum");
-  // A 5% gain, each side spread by 0.1%, against a 5.1% minimum: at every look the estimate is
-  // 5% and the interval 4.8% to 5.2%.
-  SequentialRun close = rounds_of(95, 100, 5.1);
+  // A 5% gain, each side spread by 3%, against a 4.9% minimum: at every look a quarter of the
+  // pairs show -0.8%, half 5% and a quarter 10.6%, so the estimate (5%) reaches the minimum and
+  // the upper ends are above it, while every keep interval's lower end is -0.8%.
+  SequentialRun close = rounds_of(95, 100, 4.9, -1, 0.03);
   EXPECT_EQ(close.rounds, 20);
   EXPECT_EQ(close.stopping_reason, "unsettled after max_rounds");
-  EXPECT_EQ(close.looks.size(), 14u);
+  EXPECT_EQ(close.looks.size(), 17u);
   SequentialRun failed = rounds_of(90, 100, 5.0, 3);
   EXPECT_EQ(failed.rounds, 4);
   EXPECT_EQ(failed.stopping_reason, "round 3 failed its checks");
@@ -830,18 +871,18 @@ class ScriptedGate : public testing::Test {
 TEST_F(ScriptedGate, PassesAFasterCandidateWithTheSameOutputs) {
   GateReport report = run();
   EXPECT_TRUE(report.passed) << all(report.reasons) << log();
-  // 8 ms against 10 ms every round: settled at the rule's first look, 7 rounds.
+  // 8 ms against 10 ms every round: settled at the rule's first keep look, 5 rounds.
   const nlohmann::json& sequential = report.details["sequential"];
-  EXPECT_EQ(sequential["rounds_used"], 7);
+  EXPECT_EQ(sequential["rounds_used"], 5);
   EXPECT_EQ(sequential["stopping_reason"], "settled: keep-worthy");
   EXPECT_EQ(sequential["rule"]["max_rounds"], 20);
-  EXPECT_EQ(sequential["looks"].size(), 1u);
+  EXPECT_EQ(sequential["looks"].size(), 2u);
   EXPECT_NEAR(report.details["interval"]["lower_percent"].get<double>(), 20.0, 1e-9);
   EXPECT_NEAR(report.details["interval"]["upper_percent"].get<double>(), 20.0, 1e-9);
   // ABBA, one fresh seed per round shared by both sides.
   std::vector<std::string> lines = trace();
-  ASSERT_EQ(lines.size(), 14u) << log();
-  for (int round = 0; round < 7; ++round) {
+  ASSERT_EQ(lines.size(), 10u) << log();
+  for (int round = 0; round < 5; ++round) {
     const std::string seed = std::to_string(1000 + 7 * (round + 1));
     const std::string first = round % 2 == 0 ? "candidate " : "best ";
     const std::string second = round % 2 == 0 ? "best " : "candidate ";
@@ -851,14 +892,14 @@ TEST_F(ScriptedGate, PassesAFasterCandidateWithTheSameOutputs) {
     EXPECT_EQ(report.details["rounds"][round]["outputs"]["images_compared"], 3);
     EXPECT_GT(report.details["rounds"][round]["candidate"]["wall_seconds"].get<double>(), 0.0);
   }
-  EXPECT_EQ(report.details["outputs"]["images_compared"], 21);
+  EXPECT_EQ(report.details["outputs"]["images_compared"], 15);
   // The image files are read and deleted; the benchmark JSON stays.
   for (const PerfSide* side : {&request_.candidate, &request_.best}) {
     for (const auto& entry : fs::recursive_directory_iterator(side->outputs_dir)) {
       EXPECT_NE(entry.path().filename().string().rfind("image-", 0), 0u) << entry.path();
     }
-    EXPECT_TRUE(fs::exists(side->outputs_dir / "6" / "benchmark.json"));
-    EXPECT_FALSE(fs::exists(side->outputs_dir / "7"));
+    EXPECT_TRUE(fs::exists(side->outputs_dir / "4" / "benchmark.json"));
+    EXPECT_FALSE(fs::exists(side->outputs_dir / "5"));
   }
 }
 
@@ -869,9 +910,9 @@ TEST_F(ScriptedGate, StopsOnceACandidateCannotReachTheMinimum) {
   ASSERT_FALSE(report.reasons.empty());
   EXPECT_EQ(report.reasons.front().rfind("median improved only 0% (10 vs 10 ms; minimum 5%)", 0), 0u)
       << all(report.reasons);
-  EXPECT_EQ(report.details["sequential"]["rounds_used"], 7);
+  EXPECT_EQ(report.details["sequential"]["rounds_used"], 4);
   EXPECT_EQ(report.details["sequential"]["stopping_reason"], "settled: cannot reach the minimum");
-  EXPECT_EQ(trace().size(), 14u);
+  EXPECT_EQ(trace().size(), 8u);
 }
 
 TEST_F(ScriptedGate, TheNoiseRunMeasuresTheLanesRepetitions) {
