@@ -31,6 +31,9 @@
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
 #             at 256 and 512 (LEASE_FIGURES picks a subset, or adds `kernels`)
 #   gtest     chosen GoogleTest cases of the build's test binaries (LEASE_GTEST), JUnit in logs/gtest/
+#   probe     tools/gpu-host/load-probe.sh: a perf-gate process's timed images and wall time per
+#             objective min_time, and dit-sample's load phases under lazy and eager module loading;
+#             logs/probe/
 #   session   tools/gpu-host/research-session.sh in a clone (.session/repo, outside the tree the
 #             host re-copies at every command) from --session-from (default: HEAD, the
 #             calibration's commit when that stage ran), lane --session-lane (a5500-session-256),
@@ -342,6 +345,10 @@ session_run() {
 # Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:
 # LEASE_GTEST, a space-separated list of BINARY:FILTER (BINARY relative to the build folder),
 # each run with --gtest_output into logs/gtest/<binary name>.xml (JUnit).
+stage_probe() {
+  bash tools/gpu-host/load-probe.sh "$build" "$work/logs/probe"
+}
+
 stage_gtest() {
   local g=$work/logs/gtest status=0 item binary filter
   mkdir -p "$g"
