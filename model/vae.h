@@ -79,6 +79,12 @@ class VaeDecoder {
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
                                              Precision precision = Precision::fp32, const EngineOptions& options = {});
 
+// Loads, ahead of make_vae_decoder, what the backend's decoder needs that needs no device: for
+// cuda, cuDNN's sub-libraries, which it otherwise loads inside its first calls. Best effort (a
+// failure here shows again, named, in make_vae_decoder); safe on any thread, before the device
+// context exists.
+void preload_vae_backend(Backend backend);
+
 // A decoder made on a thread of its own by `make` (its weights, library handles and upload), so
 // that its load overlaps what the caller does meanwhile: the DiT's load and first sampling steps.
 // wait() waits for it and rethrows what `make` threw; decode() waits first. The destructor waits

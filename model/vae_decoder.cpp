@@ -23,4 +23,12 @@ std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& c
   throw Error(ErrorKind::invalid_argument, "make_vae_decoder: unknown backend");
 }
 
+void preload_vae_backend(Backend backend) {
+#ifdef DIT_WITH_CUDA
+  if (backend == Backend::cuda) preload_cuda_vae_libraries();
+#else
+  (void)backend;
+#endif
+}
+
 }  // namespace dit

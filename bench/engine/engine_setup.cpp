@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "core/safetensors.h"
 #include "model/weights.h"
@@ -52,7 +53,11 @@ ForwardInputs random_forward_inputs(const ModelConfig& config, int batch, uint64
 std::unique_ptr<VaeDecoder> bench_vae(Backend backend, Precision precision, uint64_t seed,
                                       const EngineOptions& options) {
   const VaeConfig config = sd_vae_config();
-  return make_vae_decoder(backend, config, VaeWeights::random(config, seed), precision, options);
+  // The backend's libraries load beside the weights' drawing, as in dit-sample.
+  std::jthread preload([backend] { preload_vae_backend(backend); });
+  const VaeWeights weights = VaeWeights::random(config, seed);
+  preload.join();
+  return make_vae_decoder(backend, config, weights, precision, options);
 }
 
 }  // namespace dit::bench

@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -401,9 +402,13 @@ int run(const Options& o) {
     const dit::VaeConfig vae_config = vae_name == "tiny" ? dit::tiny_vae_config() : dit::sd_vae_config();
     vae = std::make_unique<dit::PendingVaeDecoder>(vae_config, [&o, vae_config, &phases, backend, precision] {
       const auto start = PhaseTimes::Clock::now();
+      // cuDNN's libraries load beside the weights (host work both, before the context exists),
+      // not inside the decoder's making, which contends with the DiT's first step.
+      std::jthread preload([backend] { dit::preload_vae_backend(backend); });
       const dit::VaeWeights weights = o.vae_weights_path.empty()
                                           ? dit::VaeWeights::random(vae_config, o.weights_seed)
                                           : dit::VaeWeights::load(o.vae_weights_path, vae_config);
+      preload.join();
       const auto made = PhaseTimes::Clock::now();
       auto decoder = dit::make_vae_decoder(backend, vae_config, weights, precision, o.engine);
       // Recorded here, read by the main thread only after get(): no concurrent access.

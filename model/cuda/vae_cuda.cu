@@ -564,4 +564,16 @@ std::unique_ptr<VaeDecoder> make_cuda_vae_decoder(const VaeConfig& config, const
   return std::make_unique<CudaVaeDecoder>(config, weights, precision, options);
 }
 
+void preload_cuda_vae_libraries() {
+  if (cudnnTensorDescriptor_t tensor = nullptr; cudnnCreateTensorDescriptor(&tensor) == CUDNN_STATUS_SUCCESS)
+    cudnnDestroyTensorDescriptor(tensor);
+  if (cudnnFilterDescriptor_t filter = nullptr; cudnnCreateFilterDescriptor(&filter) == CUDNN_STATUS_SUCCESS)
+    cudnnDestroyFilterDescriptor(filter);
+  if (cudnnConvolutionDescriptor_t conv = nullptr; cudnnCreateConvolutionDescriptor(&conv) == CUDNN_STATUS_SUCCESS)
+    cudnnDestroyConvolutionDescriptor(conv);
+  if (cudnnActivationDescriptor_t activation = nullptr;
+      cudnnCreateActivationDescriptor(&activation) == CUDNN_STATUS_SUCCESS)
+    cudnnDestroyActivationDescriptor(activation);
+}
+
 }  // namespace dit

@@ -15,4 +15,8 @@ namespace dit {
 std::unique_ptr<VaeDecoder> make_cuda_vae_decoder(const VaeConfig& config, const VaeWeights& weights,
                                                   Precision precision, const EngineOptions& options);
 
+// Creates and destroys one descriptor of each kind the decoder uses: calls that need no device
+// but make cuDNN load the sub-libraries they live in. Errors are ignored.
+void preload_cuda_vae_libraries();
+
 }  // namespace dit

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <thread>
 
 #include "core/error.h"
+#include "model/vae.h"
 #include "tests/model/tiny_case.h"
 
 namespace dit {
@@ -65,3 +67,12 @@ TEST(PipelineCpu, RejectsAVaeOfOtherLatents) {
 
 }  // namespace
 }  // namespace dit
+
+TEST(PipelineCpu, PreloadingTheVaeBackendNeedsNoDevice) {
+  // dit-sample calls it beside the VAE's weights, before any device context: on a machine
+  // without a GPU (CI) it must neither throw nor crash, on this thread or another.
+  EXPECT_NO_THROW(dit::preload_vae_backend(dit::Backend::cpu));
+  EXPECT_NO_THROW(dit::preload_vae_backend(dit::Backend::cuda));
+  std::thread beside([] { dit::preload_vae_backend(dit::Backend::cuda); });
+  beside.join();
+}
