@@ -119,7 +119,10 @@ std::string commit_from_patch(const fs::path& path, const std::string& patch, co
   if (git_apply_to_tree(&applied, repository.get(), tree.get(), diff.get(), nullptr) < 0) {
     const git_error* error = git_error_last();
     throw Error(ErrorKind::invalid_argument, "the patch does not apply onto the best " + onto.substr(0, 8) + ": " +
-                                                 (error && error->message ? error->message : "unknown"));
+                                                 (error && error->message ? error->message : "unknown") +
+                                                 " (a hunk applies only at the lines it names, with no offset: "
+                                                 "make the patch on the best itself, for example `git diff` after "
+                                                 "`git apply` there)");
   }
   Index index(applied);
   git_signature* signature = nullptr;
