@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
+#include "driver/process.h"
 #include "driver/session.h"
 #include "driver/slurm.h"
 #include "driver/subcommands.h"
@@ -258,7 +259,7 @@ nlohmann::json check_slurm(const Config& config) {
   }
   std::vector<std::string> nodes;
   if (!tools["sinfo"].get<std::string>().empty()) {
-    if (auto listed = command_output({"sinfo", "-h", "-N", "-o", "%N"}, 30)) {
+    if (auto listed = process_output({"sinfo", "-h", "-N", "-o", "%N"}, std::chrono::seconds(30))) {
       std::istringstream lines(*listed);
       for (std::string node; std::getline(lines, node);)
         if (!node.empty() && std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);

@@ -14,9 +14,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 extern char** environ;
 
@@ -135,27 +139,33 @@ bool reap_ended(int watched, int& status) {
   return found;
 }
 
-// Kills `process_group` and every child of this process (the orphans it adopted as a
-// subreaper) with SIGKILL, again and again, reaping them, until none is left or the limit.
-void sweep(int process_group) {
+// Kills `process_group` and each child of this process that `is_stage_process` picks (the
+// stage's orphans it adopted as a subreaper) with SIGKILL, again and again, reaping those
+// children, until none is left or the limit. Other children are neither killed nor reaped.
+template <typename IsStageProcess>
+void sweep(int process_group, IsStageProcess is_stage_process) {
   const std::int64_t deadline = monotonic_nanoseconds() + kSweepLimitNanoseconds;
   const int self = ::getpid();
-  int ignored = 0;
   while (monotonic_nanoseconds() < deadline) {
     bool any = false;
     if (group_alive(process_group)) {
       ::kill(-process_group, SIGKILL);
       any = true;
     }
-    for_each_child(self, [&any](int child) {
+    for_each_child(self, [&any, &is_stage_process](int child) {
+      if (!is_stage_process(child)) return;
       ::kill(child, SIGKILL);
+      int ignored = 0;
+      ::waitpid(child, &ignored, WNOHANG);
       any = true;
     });
-    reap_ended(-1, ignored);
     if (!any) return;
     pause_nanoseconds(kSweepPauseNanoseconds);
   }
 }
+
+// The supervisor's children are all the stage's: its child and the orphans it adopted.
+constexpr auto kEveryChild = [](int) { return true; };
 
 bool write_all(int descriptor, const void* data, size_t count) {
   const char* cursor = static_cast<const char*>(data);
@@ -270,11 +280,11 @@ constexpr int kSupervisorIgnores[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE,
     }
     const bool caller_gone = (count > 0 && watched[0].revents != 0) || ::getppid() != caller;
     if (caller_gone) {
-      sweep(child);
+      sweep(child, kEveryChild);
       ::_exit(0);
     }
   }
-  sweep(child);
+  sweep(child, kEveryChild);
   Report finished{Report::finished, status, end - start};
   write_all(report, &finished, sizeof finished);
   ::_exit(0);
@@ -323,6 +333,13 @@ bool make_pipe(Descriptor& read_end, Descriptor& write_end) {
   read_end.reset(ends[0]);
   write_end.reset(ends[1]);
   return true;
+}
+
+// The children `parent` has now (zombies included).
+std::vector<int> children_of(int parent) {
+  std::vector<int> children;
+  for_each_child(parent, [&children](int child) { children.push_back(child); });
+  return children;
 }
 
 // Waits for the supervisor's `finished` report (or its end without one), then reaps it.
@@ -410,6 +427,13 @@ ProcessResult run_process(const ProcessOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   const int caller = ::getpid();
+  // The stage's processes reach the caller only as orphans of a supervisor that was killed (or
+  // gave up its sweep): children the caller did not have before the stage. The caller's other
+  // children (the workers of `dit-ar work`, say) are neither killed nor reaped by its sweep.
+  const std::vector<int> earlier_children = children_of(caller);
+  const auto stage_orphan = [&earlier_children](int pid) {
+    return std::find(earlier_children.begin(), earlier_children.end(), pid) == earlier_children.end();
+  };
   const pid_t supervisor = ::fork();
   if (supervisor < 0) {
     result.error = std::string("fork: ") + std::strerror(errno);
@@ -453,7 +477,7 @@ ProcessResult run_process(const ProcessOptions& options) {
       ::kill(-child, SIGKILL);
       Report finished;
       await_supervisor(supervisor, report_read.get(), finished, supervisor_status);
-      sweep(child);
+      sweep(child, stage_orphan);
       throw;
     }
   }
@@ -488,9 +512,28 @@ ProcessResult run_process(const ProcessOptions& options) {
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result.signal = WIFSIGNALED(supervisor_status) ? WTERMSIG(supervisor_status) : SIGKILL;
   }
-  // Anything re-parented to the caller (the supervisor's orphans, if it was killed).
-  sweep(child);
+  // What of the stage was re-parented to the caller (the supervisor's orphans, if it was killed).
+  sweep(child, stage_orphan);
   return result;
+}
+
+std::optional<std::string> process_output(std::vector<std::string> argv, std::chrono::seconds timeout) {
+  std::string path = (std::filesystem::temp_directory_path() / "dit-ar-output-XXXXXX").string();
+  const int descriptor = ::mkstemp(path.data());
+  if (descriptor < 0) return std::nullopt;
+  ::close(descriptor);
+  ProcessOptions options;
+  options.argv = std::move(argv);
+  options.log_path = "/dev/null";
+  options.stdout_path = path;
+  options.timeout = timeout;
+  std::optional<std::string> output;
+  if (run_process(options).succeeded()) {
+    std::ifstream file(path, std::ios::binary);
+    output = std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  }
+  ::unlink(path.c_str());
+  return output;
 }
 
 }  // namespace dit::ar

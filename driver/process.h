@@ -17,7 +17,8 @@
 // directory's lock among them (LockFile): a new driver cannot take the lock before the
 // supervisors of a killed one have finished their sweep. Only a SIGKILL of the supervisor itself
 // ends it without a sweep; its child then dies (PR_SET_PDEATHSIG) and the child's orphans go
-// to the next subreaper up (the driver, which sweeps its own children after each stage).
+// to the next subreaper up (the driver, whose run_process() then sweeps the child's group and
+// the children it did not have before the stage, never its other children).
 #pragma once
 
 #include <chrono>
@@ -58,8 +59,14 @@ struct ProcessResult {
 };
 
 // Runs the child to completion (or to its timeout) under its supervisor; when it returns, no
-// process the child started is left.
+// process the child started is left, and the caller's other children are as they were (neither
+// killed nor reaped). A child another thread of the caller forks meanwhile counts as the
+// stage's: the driver forks nothing else while a stage runs.
 ProcessResult run_process(const ProcessOptions& options);
+
+// Runs argv as run_process() does (argv[0] looked up in PATH, stderr discarded), at most
+// `timeout`; its stdout when it succeeded.
+std::optional<std::string> process_output(std::vector<std::string> argv, std::chrono::seconds timeout);
 
 // Makes this process adopt orphaned descendants (Linux PR_SET_CHILD_SUBREAPER), so processes
 // that escape their group by setsid() can still be found and ended. Call once at start-up.

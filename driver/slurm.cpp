@@ -1,9 +1,6 @@
 #include "driver/slurm.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/vfs.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +8,8 @@
 #include <sstream>
 #include <thread>
 #include <utility>
+
+#include "driver/process.h"
 
 namespace dit::ar {
 
@@ -66,67 +65,16 @@ std::string parsable_job_id(const fs::path& sbatch_stdout) {
   return id;
 }
 
-// A plain fork and exec, waited for by its pid: run_process's sweep of the caller's children
-// would reap the coordinator's sbatch processes too.
-std::optional<std::string> command_output(const std::vector<std::string>& argv, int timeout_seconds) {
-  const auto program =
-      argv.front().find('/') == std::string::npos ? find_on_path(argv.front()) : std::optional<fs::path>(argv.front());
-  if (!program) return std::nullopt;
-  int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::nullopt;
-  std::vector<std::string> words = argv;
-  std::vector<char*> pointers;
-  for (auto& word : words) pointers.push_back(word.data());
-  pointers.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    return std::nullopt;
-  }
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    const int null = ::open("/dev/null", O_RDWR);
-    if (null >= 0) ::dup2(null, STDIN_FILENO), ::dup2(null, STDERR_FILENO);
-    ::execv(program->c_str(), pointers.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  ::fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
-  std::string text;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
-  int status = 0;
-  for (;;) {
-    char buffer[4096];
-    ssize_t got;
-    while ((got = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<std::size_t>(got));
-    if (::waitpid(pid, &status, WNOHANG) == pid) break;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      ::close(pipe_fds[0]);
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  char rest[4096];
-  for (ssize_t got; (got = ::read(pipe_fds[0], rest, sizeof rest)) > 0;)
-    text.append(rest, static_cast<std::size_t>(got));
-  ::close(pipe_fds[0]);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return text;
-}
-
 std::optional<std::string> cancel_slurm_job(const std::string& job, int wait_seconds) {
   if (!find_on_path("scancel") || !find_on_path("squeue"))
     return "scancel or squeue is not on PATH: cancel Slurm job " + job + " by hand";
   // Its exit code says little: a job that already ended is an error to scancel; squeue decides.
-  command_output({"scancel", job}, 30);
+  process_output({"scancel", job}, std::chrono::seconds(30));
   if (wait_seconds <= 0) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait_seconds);
   for (;;) {
     // squeue lists pending, running and completing jobs; a job it no longer knows is an error.
-    const auto listed = command_output({"squeue", "-h", "-j", job, "-o", "%T"}, 30);
+    const auto listed = process_output({"squeue", "-h", "-j", job, "-o", "%T"}, std::chrono::seconds(30));
     if (!listed || listed->find_first_not_of(" \n") == std::string::npos) return std::nullopt;
     if (std::chrono::steady_clock::now() >= deadline)
       return "Slurm job " + job + " is still " + listed->substr(0, listed->find('\n')) + " " +

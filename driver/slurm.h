@@ -36,9 +36,6 @@ std::string parsable_job_id(const std::filesystem::path& sbatch_stdout);
 // lists it. Nothing on success, else what went wrong.
 std::optional<std::string> cancel_slurm_job(const std::string& job, int wait_seconds);
 
-// Runs argv (argv[0] looked up in PATH), at most `timeout_seconds`; its stdout when it exited 0.
-std::optional<std::string> command_output(const std::vector<std::string>& argv, int timeout_seconds);
-
 // The filesystem a path is on (statfs f_type): its name ("nfs", "ext4", "0x1234abcd" when
 // unknown) and whether it is a network or cluster filesystem that other nodes can mount too.
 struct FilesystemKind {

@@ -569,6 +569,65 @@ TEST(Process, ADriverKilledBySigkillLeavesNoProcess) {
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
 }
 
+// The caller's other children (dit-ar work's workers, say) outlive a stage, and one that ended
+// meanwhile is still the caller's to reap, with its exit code.
+TEST(Process, LeavesTheCallersOtherChildrenAlone) {
+  const pid_t ended = ::fork();
+  ASSERT_GE(ended, 0);
+  if (ended == 0) ::_exit(7);
+  const pid_t running = ::fork();
+  ASSERT_GE(running, 0);
+  if (running == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ProcessOptions options;
+  options.argv = {"sleep", "0.2"};
+  EXPECT_TRUE(run_process(options).succeeded());
+  EXPECT_TRUE(process_alive(running)) << "the stage's sweep killed another child of the caller";
+  ::kill(running, SIGKILL);
+  ::waitpid(running, nullptr, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(ended, &status, 0), ended) << "the stage's sweep reaped another child of the caller";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+}
+
+// A supervisor killed by SIGKILL sweeps nothing: its child dies with it (PR_SET_PDEATHSIG) and
+// the stage's orphans, a setsid escapee among them, go to the driver (a subreaper), whose
+// run_process sweeps them, and them alone.
+TEST(Process, AKilledSupervisorsOrphansAreSweptByTheDriver) {
+  const fs::path pids = scratch("orphan-pids.txt");
+  fs::remove(pids);
+  const pid_t driver = ::fork();
+  ASSERT_GE(driver, 0);
+  if (driver == 0) {
+    become_subreaper();
+    const pid_t other = ::fork();
+    if (other == 0) {
+      ::pause();
+      ::_exit(0);
+    }
+    ProcessOptions options;
+    // The escapee, then the supervisor (the shell's parent).
+    options.argv = {
+        "sh", "-c",
+        "setsid sleep 300 & echo $! >> " + pids.string() + "; echo $PPID >> " + pids.string() + "; sleep 300"};
+    run_process(options);
+    const bool other_alive = process_alive(other);
+    ::kill(other, SIGKILL);
+    ::_exit(other_alive ? 0 : 1);
+  }
+  const std::vector<int> started = await_pids(pids, 2);
+  ASSERT_EQ(started.size(), 2u) << "the stage did not start";
+  ::kill(started[1], SIGKILL);
+  int status = 0;
+  ::waitpid(driver, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the driver's other child did not outlive the stage";
+  EXPECT_TRUE(all_gone({started[0]}, 5.0)) << "the setsid escapee of the killed supervisor's stage is still alive";
+  ::kill(started[0], SIGKILL);
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
+}
+
 // A new driver cannot take the state directory's lock before the killed one's supervisor has
 // swept (it holds the lock's descriptor): when the lock is taken, nothing of the stage is left,
 // even a child that ignores SIGTERM.

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by driver_e2e.sh and red_team.sh (sourced, not run): the temporary fixture repository
+# Shared by this folder's end-to-end scripts (sourced, not run): the temporary fixture repository
 # and the helpers that drive dit-ar on it and check what it did. The sourcing script sets
 # DIT_AR, PERF_GATE and FIXTURE first, then calls e2e_setup NAME and e2e_fixture_repo.
 # DIT_AR_E2E_NO_CLEANUP=1 keeps the temporary folder (its path is printed) for debugging.
@@ -129,6 +129,39 @@ e2e_fixture_repo() {
   git_ config user.name "dit-ar e2e"
   git_ config user.email "e2e@localhost"
   commit_change "fixture project"
+}
+
+# e2e_work_fixture: for the tests of dit-ar work (work_queue.sh, slurm_work.sh), the fixture
+# repository on a branch autoresearch/work (BASE its commit), dit-ar init and the baseline.
+e2e_work_fixture() {
+  e2e_fixture_repo
+  # Several workers share two cores here: a process's untimed start-up varies by more than the
+  # fixture's 30 ms allowance, which these tests do not exercise.
+  sed -i 's/"max_untimed_growth_seconds": 0.03/"max_untimed_growth_seconds": 0.5/' "$REPO/config/autoresearch.json"
+  commit_change "fixture: the untimed allowance of a loaded machine"
+  git_ switch -q -c autoresearch/work
+  BASE=$(head_sha)
+  ar init init
+  expect_rc 0
+  ar baseline baseline
+  expect_rc 0
+  expect_line "status: KEEP"
+}
+# candidate NAME CHANGE: a branch cand/NAME from BASE with what the shell code CHANGE does committed.
+candidate() {
+  git_ switch -q -c "cand/$1" "$BASE"
+  eval "$2"
+  commit_change "$1"
+  git_ switch -q autoresearch/work
+}
+# decisions FILE: "id status commit" per item of queue.json, into FILE.
+decisions() {
+  python3 - "$STATE/queue.json" >"$1" <<'PY'
+import json, sys
+for item in json.load(open(sys.argv[1]))["items"]:
+    d = item["decision"] or {}
+    print(item["id"], d.get("status", "undecided"), d.get("commit", "-"))
+PY
 }
 
 # e2e_finish: the verdict and exit code.

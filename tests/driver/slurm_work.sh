@@ -91,22 +91,7 @@ done
 sinfo -N
 
 step "fixture repository, init, baseline, four candidates"
-e2e_fixture_repo
-sed -i 's/"max_untimed_growth_seconds": 0.03/"max_untimed_growth_seconds": 0.5/' "$REPO/config/autoresearch.json"
-commit_change "fixture: the untimed allowance of a loaded machine"
-git_ switch -q -c autoresearch/work
-BASE=$(head_sha)
-ar init init
-expect_rc 0
-ar baseline baseline
-expect_rc 0
-expect_line "status: KEEP"
-candidate() {
-  git_ switch -q -c "cand/$1" "$BASE"
-  eval "$2"
-  commit_change "$1"
-  git_ switch -q autoresearch/work
-}
+e2e_work_fixture
 candidate fast 'set_plan 15'
 candidate quality 'set_engine 4'
 candidate scope 'echo note >"$REPO/notes.txt"'
@@ -115,14 +100,6 @@ for name in fast quality scope slower; do
   ar "queue-$name" queue add --classification exact --description "$name" "cand/$name"
   expect_rc 0
 done
-decisions() {
-  python3 - "$STATE/queue.json" >"$1" <<'PY'
-import json, sys
-for item in json.load(open(sys.argv[1]))["items"]:
-    d = item["decision"] or {}
-    print(item["id"], d.get("status", "undecided"), d.get("commit", "-"))
-PY
-}
 cp -a "$STATE" "$WORK/state0"
 git_ for-each-ref --format='%(objectname) %(refname)' refs/autoresearch refs/notes >"$WORK/refs0"
 

@@ -46,38 +46,11 @@ no_worktree() {
   ! ls -d "$REPO/.git/worktrees/dit-ar-worker-"* >/dev/null 2>&1 || fail "$1: worktree records left in .git/worktrees"
   ! ls -d "$STATE/workers/"*/checkout >/dev/null 2>&1 || fail "$1: a worker's checkout folder is left"
 }
-# decisions FILE: "id status commit" per item of queue.json, into FILE.
-decisions() {
-  py "$STATE/queue.json" >"$1" <<'PY'
-import json, sys
-for item in json.load(open(sys.argv[1]))["items"]:
-    d = item["decision"] or {}
-    print(item["id"], d.get("status", "undecided"), d.get("commit", "-"))
-PY
-}
 
 step "fixture repository, init, baseline"
-e2e_fixture_repo
-# Four workers share two cores here: a process's untimed start-up varies by more than the
-# fixture's 30 ms allowance, which this test does not exercise.
-sed -i 's/"max_untimed_growth_seconds": 0.03/"max_untimed_growth_seconds": 0.5/' "$REPO/config/autoresearch.json"
-commit_change "fixture: the untimed allowance of a loaded machine"
-git_ switch -q -c autoresearch/work
-BASE=$(head_sha)
-ar init init
-expect_rc 0
-ar baseline baseline
-expect_rc 0
-expect_line "status: KEEP"
+e2e_work_fixture
 
 step "eight candidates: seven commits on branches, one patch"
-# candidate NAME: a branch NAME from the baseline with the working tree's changes committed.
-candidate() {
-  git_ switch -q -c "cand/$1" "$BASE"
-  eval "$2"
-  commit_change "$1"
-  git_ switch -q autoresearch/work
-}
 SLEEP='std::this_thread::sleep_for(std::chrono::milliseconds(image_ms()));'
 candidate fast 'set_plan 15'
 candidate quality 'set_engine 4'
