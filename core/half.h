@@ -16,5 +16,9 @@ uint16_t float_to_bf16_bits(float value);
 // The same narrowing over n values, on every core (bulk weight conversion at load).
 void floats_to_f16_bits(const float* values, uint16_t* out, size_t n);
 void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n);
+// The same on the calling thread only (for callers that split the work across threads
+// themselves); fp16 takes x86's F16C instructions where the processor has them.
+void floats_to_f16_bits_serial(const float* values, uint16_t* out, size_t n);
+void floats_to_bf16_bits_serial(const float* values, uint16_t* out, size_t n);
 
 }  // namespace dit

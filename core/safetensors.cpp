@@ -81,11 +81,11 @@ Raw load(const std::byte* at) {
   return raw;
 }
 
-// Applies `convert` to every stored value of `view` (read unaligned) and writes into `out`.
+// Applies `convert` to the stored values [first, first + n) of `view` (read unaligned) and
+// writes them into `out`.
 template <typename Out, typename Convert>
-void decode(const TensorView& view, Out* out, Convert convert) {
-  const std::byte* in = view.bytes.data();
-  const size_t n = static_cast<size_t>(view.numel());
+void decode(const TensorView& view, size_t first, size_t n, Out* out, Convert convert) {
+  const std::byte* in = view.bytes.data() + first * dtype_size(view.dtype);
   switch (view.dtype) {
     case DType::F64:
       for (size_t i = 0; i < n; ++i) out[i] = convert(load<double>(in + 8 * i));
@@ -103,6 +103,11 @@ void decode(const TensorView& view, Out* out, Convert convert) {
       for (size_t i = 0; i < n; ++i) out[i] = convert(load<int64_t>(in + 8 * i));
       return;
   }
+}
+
+template <typename Out, typename Convert>
+void decode(const TensorView& view, Out* out, Convert convert) {
+  decode(view, 0, static_cast<size_t>(view.numel()), out, convert);
 }
 
 bool parse_dtype(const std::string& name, DType& out) {
@@ -374,6 +379,14 @@ void SafetensorsFile::parse_header() {
   metadata_ = std::move(metadata);
 }
 
+void SafetensorsFile::prefault() const {
+  if (storage_ == nullptr || storage_->mapping == nullptr) return;
+#ifdef MADV_POPULATE_READ
+  if (madvise(storage_->mapping, storage_->size, MADV_POPULATE_READ) == 0) return;
+#endif
+  madvise(storage_->mapping, storage_->size, MADV_WILLNEED);  // advice: its failure changes nothing
+}
+
 const TensorView& SafetensorsFile::at(const std::string& name) const {
   const auto it = tensors_.find(name);
   if (it == tensors_.end()) {
@@ -402,29 +415,40 @@ Tensor SafetensorsFile::to_float(const std::string& name, const std::vector<int6
 Tensor SafetensorsFile::to_finite_float(const std::string& name, const std::vector<int64_t>& expected_shape) const {
   const TensorView& view = shaped(name, expected_shape);
   Tensor out(view.shape);
+  to_finite_float_range(name, 0, out.data.size(), out.ptr());
+  return out;
+}
+
+void SafetensorsFile::to_finite_float_range(const std::string& name, size_t first, size_t count, float* out) const {
+  const TensorView& view = at(name);
+  const auto numel = static_cast<size_t>(view.numel());
+  if (first > numel || count > numel - first)
+    throw Error(ErrorKind::invalid_argument, "safetensors " + in_quotes(path_) + ": elements [" +
+                                                 std::to_string(first) + ", " + std::to_string(first + count) +
+                                                 ") of tensor " + in_quotes(name) + " pass its " +
+                                                 std::to_string(numel) + " elements");
   // In the conversion's own loop: each converted value's exponent bits are tested (all ones: NaN
   // or infinite) and ORed into a flag kept in a register, branch-free, so the float32 loop stays
-  // vectorised and the 16-bit ones gain a few operations. Only a tensor that fails is scanned
+  // vectorised and the 16-bit ones gain a few operations. Only a range that fails is scanned
   // again, for its first bad element.
   constexpr uint32_t kExponentBits = 0x7f800000u;
   uint32_t non_finite = 0;
-  decode(view, out.ptr(), [&non_finite](auto value) {
+  decode(view, first, count, out, [&non_finite](auto value) {
     const float converted = static_cast<float>(value);
     non_finite |= static_cast<uint32_t>((std::bit_cast<uint32_t>(converted) & kExponentBits) == kExponentBits);
     return converted;
   });
   if (non_finite != 0) {
-    const float* values = out.ptr();
     size_t index = 0;
-    while (std::isfinite(values[index])) ++index;
-    const std::string what = std::isnan(values[index]) ? "NaN" : values[index] > 0 ? "+inf" : "-inf";
-    throw Error(ErrorKind::invalid_file,
-                "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) + " (" + dtype_name(view.dtype) +
-                    ") element " + std::to_string(index) + " is " + what +
-                    (view.dtype == DType::F64 && !std::isnan(values[index]) ? " as float32" : "") +
-                    ": a checkpoint's weights must be finite");
+    while (std::isfinite(out[index])) ++index;
+    const float bad = out[index];
+    const std::string what = std::isnan(bad) ? "NaN" : bad > 0 ? "+inf" : "-inf";
+    throw Error(ErrorKind::invalid_file, "safetensors " + in_quotes(path_) + ": tensor " + in_quotes(name) + " (" +
+                                             dtype_name(view.dtype) + ") element " + std::to_string(first + index) +
+                                             " is " + what +
+                                             (view.dtype == DType::F64 && !std::isnan(bad) ? " as float32" : "") +
+                                             ": a checkpoint's weights must be finite");
   }
-  return out;
 }
 
 std::vector<int64_t> SafetensorsFile::to_int64(const std::string& name) const {

@@ -77,4 +77,17 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
 #endif
 }
 
+std::unique_ptr<DitModel> make_model(Backend backend, const DitCheckpoint& checkpoint, Precision precision,
+                                     const EngineOptions& options) {
+  const ModelConfig& config = checkpoint.config();
+  if (backend != Backend::cuda) return make_model(backend, config, checkpoint.read_all(), precision, options);
+  check_backend(backend, precision);
+  check_engine_options(backend, precision, config.num_heads > 0 ? config.head_dim() : 0, options);
+#if DIT_WITH_CUDA
+  return make_cuda_model(checkpoint, precision, options);
+#else
+  throw Error(ErrorKind::device, "the cuda backend is not available: built without CUDA");  // check_backend has thrown
+#endif
+}
+
 }  // namespace dit

@@ -54,5 +54,11 @@ std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config,
 // them: on the host for the CPU backend, on the device for the CUDA one (same bits, no host copy).
 std::unique_ptr<DitModel> make_model(Backend backend, const ModelConfig& config, const RandomDitWeights& weights,
                                      Precision precision = Precision::fp32, const EngineOptions& options = {});
+// The same from a checkpoint opened against its configuration (DitCheckpoint::open): the CUDA
+// backend converts it piece by piece from the file's mapping through pinned buffers straight into
+// device memory, the CPU one reads it whole (DitCheckpoint::read_all). The weights are the bytes
+// make_model gives for DitWeights::load of the same file.
+std::unique_ptr<DitModel> make_model(Backend backend, const DitCheckpoint& checkpoint,
+                                     Precision precision = Precision::fp32, const EngineOptions& options = {});
 
 }  // namespace dit

@@ -4,11 +4,14 @@
 // diffusion_pytorch_model.safetensors), mapped onto the original names on load.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/config.h"
@@ -33,6 +36,35 @@ struct DitWeights {
   // Seeded N(0, std) weights in which every layer, adaLN and the final layer included, is
   // non-zero; pos_embed is the fixed 2-D sin-cos table (reference-vectors README, Model facts).
   static DitWeights random(const ModelConfig& config, uint64_t seed, float std = 0.02f);
+};
+
+// A checkpoint opened and checked against a configuration as DitWeights::load checks it (every
+// expected tensor present with its shape, nothing else, diffusers' repeated embedders equal), its
+// values still in the file's mapping: a backend converts them piece by piece straight into its
+// own memory (make_model, model/dit_model.h), with no float32 copy of the whole model. Finiteness
+// is checked by each read. Copies share the mapping; reads are safe from any thread.
+class DitCheckpoint {
+ public:
+  // Throws dit::Error as DitWeights::load does (io, invalid_file), before any value is read.
+  static DitCheckpoint open(const std::string& path, const ModelConfig& config);
+
+  const std::string& path() const;
+  const ModelConfig& config() const;
+  const std::string& layout() const;  // "" for the engine's own, "diffusers"
+  // Elements [first, first + count) of engine tensor `name` (its original name and layout, flat)
+  // as float32 into `out`. A NaN or an infinity throws invalid_file naming the stored tensor and
+  // element; a range past the tensor, or a name no DiT of the config has, invalid_argument.
+  void read(const std::string& name, size_t first, size_t count, float* out) const;
+  // Maps every page of the file now (SafetensorsFile::prefault): run on a helper thread while the
+  // device context is made, it takes the page faults off the conversion. Best effort.
+  void prefault() const;
+  // Every tensor as float32, converted on every core: DitWeights::load.
+  DitWeights read_all() const;
+
+ private:
+  struct State;
+  explicit DitCheckpoint(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
 };
 
 // Seeded random weights described, not made: make_model (model/dit_model.h) makes them where the

@@ -1,7 +1,9 @@
-// DitWeights::load: a safetensors checkpoint checked tensor by tensor against a configuration:
-// every expected tensor present with its shape, nothing else, every value finite. The engine's
+// DitCheckpoint and DitWeights::load: a safetensors checkpoint checked tensor by tensor against a
+// configuration: every expected tensor present with its shape, nothing else, every value finite
+// (checked as each piece is read). The engine's
 // layout reads each tensor by its own name; diffusers' layout reads it from the names
 // diffusers_tensor_names gives (weights_diffusers.cpp).
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <set>
@@ -15,10 +17,8 @@
 
 namespace dit {
 
-namespace {
-
-// Enough mismatches to see the pattern (a wrong depth, a wrong hidden size) without a wall.
-constexpr size_t kProblemsListed = 8;
+// The plan of a checkpoint DitCheckpoint keeps (named, not anonymous: its state holds one).
+namespace checkpoint_plan {
 
 // A stored tensor and the shape it must have.
 struct Part {
@@ -36,6 +36,16 @@ struct Plan {
   // the one timestep and class embedder).
   std::map<std::string, std::string> copies;
 };
+
+}  // namespace checkpoint_plan
+
+namespace {
+
+using checkpoint_plan::Part;
+using checkpoint_plan::Plan;
+
+// Enough mismatches to see the pattern (a wrong depth, a wrong hidden size) without a wall.
+constexpr size_t kProblemsListed = 8;
 
 Plan engine_plan(const std::map<std::string, std::vector<int64_t>>& expected) {
   Plan plan;
@@ -117,33 +127,26 @@ std::vector<std::string> plan_problems(const SafetensorsFile& file, const Plan& 
   return problems;
 }
 
-Tensor read_tensor(const SafetensorsFile& file, const std::vector<Part>& parts, const std::vector<int64_t>& shape,
-                   const ModelConfig& config) {
-  if (parts.empty()) return sincos_pos_embed(config.hidden_size, config.grid());
-  if (parts.size() == 1) {
-    Tensor tensor = file.to_finite_float(parts[0].name, parts[0].shape);
-    tensor.shape = shape;
-    return tensor;
-  }
-  Tensor tensor(shape);
-  size_t offset = 0;
-  for (const Part& part : parts) {
-    const Tensor piece = file.to_finite_float(part.name, part.shape);
-    std::memcpy(tensor.data.data() + offset, piece.data.data(), piece.data.size() * sizeof(float));
-    offset += piece.data.size();
-  }
-  return tensor;
-}
-
 }  // namespace
+
+struct DitCheckpoint::State {
+  SafetensorsFile file;
+  ModelConfig config;
+  std::map<std::string, std::vector<int64_t>> expected;  // engine name -> shape
+  checkpoint_plan::Plan plan;
+  Tensor pos_embed;  // the fixed table, when the file does not hold it (plan.sources' empty parts)
+};
 
 bool is_diffusers_dit_checkpoint(const std::string& path) { return has_diffusers_names(SafetensorsFile::open(path)); }
 
-DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) {
+DitCheckpoint DitCheckpoint::open(const std::string& path, const ModelConfig& config) {
   config.validate();
-  const SafetensorsFile file = SafetensorsFile::open(path);
-  const std::map<std::string, std::vector<int64_t>> expected = expected_weight_shapes(config);
-  const Plan plan = has_diffusers_names(file) ? diffusers_plan(expected, config, file) : engine_plan(expected);
+  auto state =
+      std::make_shared<State>(State{SafetensorsFile::open(path), config, expected_weight_shapes(config), {}, {}});
+  const SafetensorsFile& file = state->file;
+  state->plan =
+      has_diffusers_names(file) ? diffusers_plan(state->expected, config, file) : engine_plan(state->expected);
+  const Plan& plan = state->plan;
 
   const std::vector<std::string> problems = plan_problems(file, plan);
   if (!problems.empty()) {
@@ -157,18 +160,58 @@ DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) 
     }
     throw Error(ErrorKind::invalid_file, message);
   }
+  if (plan.sources.at("pos_embed").empty()) state->pos_embed = sincos_pos_embed(config.hidden_size, config.grid());
+  return DitCheckpoint(std::move(state));
+}
 
+const std::string& DitCheckpoint::path() const { return state_->file.path(); }
+const ModelConfig& DitCheckpoint::config() const { return state_->config; }
+const std::string& DitCheckpoint::layout() const { return state_->plan.layout; }
+void DitCheckpoint::prefault() const { state_->file.prefault(); }
+
+void DitCheckpoint::read(const std::string& name, size_t first, size_t count, float* out) const {
+  const State& state = *state_;
+  const auto found = state.plan.sources.find(name);
+  if (found == state.plan.sources.end())
+    throw Error(ErrorKind::invalid_argument,
+                "checkpoint '" + path() + "': " + state.config.name + " has no tensor '" + name + "'");
+  const auto numel = static_cast<size_t>(Tensor::count(state.expected.at(name)));
+  if (first > numel || count > numel - first)
+    throw Error(ErrorKind::invalid_argument, "checkpoint '" + path() + "': elements [" + std::to_string(first) + ", " +
+                                                 std::to_string(first + count) + ") of '" + name + "' pass its " +
+                                                 std::to_string(numel));
+  const std::vector<checkpoint_plan::Part>& parts = found->second;
+  if (parts.empty()) {  // the fixed table diffusers does not save
+    std::memcpy(out, state.pos_embed.data.data() + first, count * sizeof(float));
+    return;
+  }
+  // The parts are concatenated along the first axis, each numel / parts.size() long.
+  const size_t per_part = numel / parts.size();
+  while (count > 0) {
+    const size_t part = first / per_part, offset = first % per_part;
+    const size_t n = std::min(count, per_part - offset);
+    state.file.to_finite_float_range(parts[part].name, offset, n, out);
+    first += n;
+    count -= n;
+    out += n;
+  }
+}
+
+DitWeights DitCheckpoint::read_all() const {
   // Non-finite weights would only show as NaN latents: each tensor is refused by name and first
   // bad element, in the conversion's own pass. The tensors are converted on every core (the
   // mapping is read-only); the first failure in name order is the one reported.
-  const std::vector<std::pair<std::string, std::vector<int64_t>>> items(expected.begin(), expected.end());
+  const std::vector<std::pair<std::string, std::vector<int64_t>>> items(state_->expected.begin(),
+                                                                        state_->expected.end());
   std::vector<Tensor> tensors(items.size());
   std::vector<std::exception_ptr> failures(items.size());
   const auto count = static_cast<int64_t>(items.size());
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t i = 0; i < count; ++i) {
     try {
-      tensors[i] = read_tensor(file, plan.sources.at(items[i].first), items[i].second, config);
+      Tensor tensor(items[i].second);
+      read(items[i].first, 0, tensor.data.size(), tensor.ptr());
+      tensors[i] = std::move(tensor);
     } catch (...) {
       failures[i] = std::current_exception();
     }
@@ -178,6 +221,10 @@ DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) 
   DitWeights weights;
   for (size_t i = 0; i < items.size(); ++i) weights.tensors.emplace(items[i].first, std::move(tensors[i]));
   return weights;
+}
+
+DitWeights DitWeights::load(const std::string& path, const ModelConfig& config) {
+  return DitCheckpoint::open(path, config).read_all();
 }
 
 }  // namespace dit

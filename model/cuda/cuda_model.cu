@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@
 #include "kernels/sampler_step.h"
 #include "kernels/timestep_embed.h"
 #include "kernels/unpatchify.h"
+#include "model/cuda/checkpoint_upload.h"
 #include "model/cuda/cublaslt_gemm.h"
 #include "model/cuda/cuda_graph.h"
 #include "model/cuda/device_arena.h"
@@ -131,8 +133,9 @@ struct Activations {
 // DitWeights::random share kernels/random_normal.h, and the device rounds to 16 bits as
 // core/half.h does), which skips making, converting and copying 2.7 GB on the host.
 struct WeightSource {
-  const DitWeights* host = nullptr;  // null: `random`, on the device
+  const DitWeights* host = nullptr;  // null: `checkpoint`, or else `random` on the device
   RandomDitWeights random;
+  const DitCheckpoint* checkpoint = nullptr;  // streamed from its mapping (CheckpointUpload)
 };
 
 class CudaDitModel final : public DitModel {
@@ -253,7 +256,7 @@ CudaDitModel::CudaDitModel(const ModelConfig& config, const WeightSource& weight
         throw Error(ErrorKind::invalid_argument, "weight '" + name + "' has shape " + shape_string(tensor.shape) +
                                                      ", " + config_.name + " expects " + shape_string(shape));
     }
-  } else {
+  } else if (!weights.checkpoint) {  // a checkpoint's shapes were checked when it was opened
     check_random_weights(weights.random);
   }
   DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -352,11 +355,20 @@ void CudaDitModel::upload_weights(const WeightSource& weights) {
                        values.data(), static_cast<int64_t>(values.size()));
     return values;
   };
+  std::optional<cuda::CheckpointUpload> streamed;
+  if (weights.checkpoint) streamed.emplace(*weights.checkpoint, stream_);
+  auto host_values = [&](const std::string& name) {
+    if (weights.host) return weights.host->at(name).data;
+    if (!weights.checkpoint) return random_on_host(name);
+    std::vector<float> values(numel(name));
+    weights.checkpoint->read(name, 0, values.size(), values.data());
+    return values;
+  };
   auto fill = [&](void* target, const std::string& name, DeviceDtype dtype) {
     if (name == "x_embedder.proj.weight") {  // the CUDA kernels' [C p p, D] layout
-      upload_values(target,
-                    cpu::transpose_patch_weight(weights.host ? weights.host->at(name).data : random_on_host(name), D),
-                    dtype);
+      upload_values(target, cpu::transpose_patch_weight(host_values(name), D), dtype);
+    } else if (streamed) {
+      streamed->upload(target, name, numel(name), dtype);
     } else if (weights.host) {
       upload_values(target, weights.host->at(name).data, dtype);
     } else if (name == "pos_embed") {
@@ -386,6 +398,7 @@ void CudaDitModel::upload_weights(const WeightSource& weights) {
   adaln_all_.out = modulation_width();
   adaln_all_.in = D;
   DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the device draws, before any other stream reads
+  streamed.reset();                                // its copies are done: the pinned buffers go
 
   auto layer = [&](const std::string& prefix) {
     const std::vector<int64_t>& shape = shapes.at(prefix + ".weight");
@@ -810,6 +823,12 @@ Tensor CudaDitModel::sample(const SampleRequest& request, const ProgressFn& prog
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWeights& weights, Precision precision,
                                           const EngineOptions& options) {
   return std::make_unique<CudaDitModel>(config, WeightSource{&weights, {}}, precision, options);
+}
+
+std::unique_ptr<DitModel> make_cuda_model(const DitCheckpoint& checkpoint, Precision precision,
+                                          const EngineOptions& options) {
+  return std::make_unique<CudaDitModel>(checkpoint.config(), WeightSource{nullptr, {}, &checkpoint}, precision,
+                                        options);
 }
 
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const RandomDitWeights& weights,

@@ -16,5 +16,8 @@ std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const DitWe
 // The seeded random weights drawn on the device (the same bits as DitWeights::random).
 std::unique_ptr<DitModel> make_cuda_model(const ModelConfig& config, const RandomDitWeights& weights,
                                           Precision precision, const EngineOptions& options);
+// A checkpoint streamed from its mapping into the device arena (make_model's overload).
+std::unique_ptr<DitModel> make_cuda_model(const DitCheckpoint& checkpoint, Precision precision,
+                                          const EngineOptions& options);
 
 }  // namespace dit

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <future>
+#include <optional>
 #include <ostream>
 #include <span>
 
@@ -79,8 +80,11 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   // Seeded random weights nobody edits are drawn where the model keeps them (on the device for
   // cuda, the same bits as DitWeights::random); every other source is made on the host.
   const bool random_in_model = !checkpoint && !is_tiny_model(c.model) && !settings_.edit_weights;
+  // A checkpoint nobody edits is converted by the model from the file's mapping (no float32 copy).
+  std::optional<DitCheckpoint> streamed;
+  if (checkpoint && !settings_.edit_weights) streamed = DitCheckpoint::open(checkpoint->path, loaded->config);
   DitWeights weights;
-  if (!random_in_model) {
+  if (!random_in_model && !streamed) {
     weights = checkpoint               ? DitWeights::load(checkpoint->path, loaded->config)
               : is_tiny_model(c.model) ? DitWeights::load(tiny_weights_path(c, settings_.data_dir), loaded->config)
                                        : DitWeights::random(loaded->config, c.weights_seed);
@@ -101,10 +105,13 @@ Renderer::Loaded& Renderer::load(const Case& c) {
     return make_vae_decoder(settings_.backend, vae_config, VaeWeights::random(vae_config, seed), settings_.precision,
                             settings_.engine);
   });
-  loaded->model = random_in_model
-                      ? make_model(settings_.backend, loaded->config, RandomDitWeights{c.weights_seed},
-                                   settings_.precision, settings_.engine)
-                      : make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
+  if (random_in_model)
+    loaded->model = make_model(settings_.backend, loaded->config, RandomDitWeights{c.weights_seed}, settings_.precision,
+                               settings_.engine);
+  else if (streamed)
+    loaded->model = make_model(settings_.backend, *streamed, settings_.precision, settings_.engine);
+  else
+    loaded->model = make_model(settings_.backend, loaded->config, weights, settings_.precision, settings_.engine);
   loaded_ = std::move(loaded);
   return *loaded_;
 }

@@ -138,6 +138,35 @@ TEST(HalfConversion, F16NarrowingRoundsToNearestEven) {
   }
 }
 
+// The bulk narrowings (on x86 with F16C, the instruction) against the scalar ones, bit for bit:
+// every sign and exponent, with the mantissas where rounding turns (ties, carries, the edges)
+// and random ones, NaNs and infinities included, at lengths that leave a scalar tail.
+TEST(HalfConversion, BulkNarrowingMatchesTheScalarOneForEveryExponent) {
+  std::vector<float> values;
+  std::mt19937 random(20261204);
+  const std::vector<uint32_t> edges{0,        1,        0xfff,    0x1000,   0x1001,   0x1fff,
+                                    0x2000,   0x3000,   0x7fff,   0x8000,   0x8001,   0x400000,
+                                    0x400001, 0x7fe000, 0x7fefff, 0x7ff000, 0x7ff001, 0x7fffff};
+  for (uint32_t high = 0; high < 512; ++high) {  // sign and exponent
+    for (uint32_t mantissa : edges) values.push_back(float_of(high << 23 | mantissa));
+    for (int i = 0; i < 2048; ++i) values.push_back(float_of(high << 23 | (random() & 0x7fffffu)));
+  }
+  values.resize(values.size() - 3);  // not a multiple of eight
+  std::vector<uint16_t> bulk(values.size()), serial(values.size()), bf16_bulk(values.size()),
+      bf16_serial(values.size());
+  floats_to_f16_bits(values.data(), bulk.data(), values.size());
+  floats_to_f16_bits_serial(values.data(), serial.data(), values.size());
+  floats_to_bf16_bits(values.data(), bf16_bulk.data(), values.size());
+  floats_to_bf16_bits_serial(values.data(), bf16_serial.data(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t want = float_to_f16_bits(values[i]);
+    ASSERT_EQ(bulk[i], want) << std::hex << bits_of(values[i]);
+    ASSERT_EQ(serial[i], want) << std::hex << bits_of(values[i]);
+    ASSERT_EQ(bf16_bulk[i], float_to_bf16_bits(values[i])) << std::hex << bits_of(values[i]);
+    ASSERT_EQ(bf16_serial[i], bf16_bulk[i]) << std::hex << bits_of(values[i]);
+  }
+}
+
 TEST(HalfConversion, EveryBf16PatternWidensExactlyAndNarrowsBack) {
   for (uint32_t pattern = 0; pattern <= 0xffff; ++pattern) {
     const auto bits = static_cast<uint16_t>(pattern);
@@ -471,6 +500,44 @@ TEST(Reader, ToFiniteFloatRefusesTheFirstNonFiniteElement) {
   error = thrown_error([&] { file.to_finite_float("w", {4}); });
   EXPECT_NE(std::string(error.what()).find("tensor 'w' has shape [3], expected [4]"), std::string::npos)
       << error.what();
+}
+
+// to_finite_float_range: any piece of a tensor, in every dtype, is that piece of to_float's
+// values; a non-finite value is named by its element counted from the tensor's start; a range
+// past the end is refused; prefault changes nothing that is read.
+TEST(Reader, ToFiniteFloatRangeReadsPiecesOfATensor) {
+  ScratchDirectory scratch;
+  std::mt19937 random(77);
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::F64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor tensor({37, 29});
+    for (float& value : tensor.data) value = std::normal_distribution<float>(0.0f, 3.0f)(random);
+    const std::string path = scratch.file("range.safetensors");
+    write_safetensors(path, {{"w", tensor}}, {}, dtype);
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    file.prefault();
+    const std::vector<float> whole = file.to_float("w").data;
+    for (int trial = 0; trial < 50; ++trial) {
+      const size_t first = random() % (whole.size() + 1);
+      const size_t count = random() % (whole.size() - first + 1);
+      std::vector<float> piece(count + 1, -7.0f);
+      file.to_finite_float_range("w", first, count, piece.data());
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(bits_of(piece[i]), bits_of(whole[first + i])) << first << "+" << i;
+      ASSERT_EQ(piece[count], -7.0f);  // nothing written past the piece
+    }
+    tensor.data[700] = std::numeric_limits<float>::quiet_NaN();
+    write_safetensors(path, {{"w", tensor}}, {}, dtype);
+    const SafetensorsFile bad = SafetensorsFile::open(path);
+    std::vector<float> piece(whole.size());
+    EXPECT_NO_THROW(bad.to_finite_float_range("w", 0, 700, piece.data()));
+    EXPECT_NO_THROW(bad.to_finite_float_range("w", 701, whole.size() - 701, piece.data()));
+    Error error = thrown_error([&] { bad.to_finite_float_range("w", 650, 100, piece.data()); });
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+    EXPECT_NE(std::string(error.what()).find("element 700 is NaN"), std::string::npos) << error.what();
+    error = thrown_error([&] { bad.to_finite_float_range("w", whole.size() - 2, 3, piece.data()); });
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(error.what()).find("pass its 1073 elements"), std::string::npos) << error.what();
+  }
 }
 
 TEST(Reader, UnopenablePathsAreIoErrors) {

@@ -23,6 +23,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@
 #include "model/weights.h"
 #include "tests/model/diffusers_layout.h"
 #include "tests/support/scratch_directory.h"
+#include "tests/support/test_support.h"
 #include "tests/support/thrown_error.h"
 
 namespace dit {
@@ -97,6 +99,66 @@ TEST(DiffusersWeights, LoadToTheSameBytesAsTheEngineLayout) {
       expect_same_bytes(from_engine, from_diffusers);
       if (dtype == DType::F32) expect_same_bytes(weights, from_diffusers);
     }
+}
+
+// DitCheckpoint::read: any piece of any engine tensor, across the boundaries of the stored parts
+// (diffusers' q, k and v concatenated into qkv) and of the computed table, is that piece of
+// DitWeights::load's tensor, in both layouts; a non-finite value is named by the stored tensor
+// and its element in it; a range past a tensor and a name no DiT has are refused.
+TEST(DitCheckpointReads, PiecesEqualTheLoadedTensorsInBothLayouts) {
+  ScratchDirectory scratch;
+  const ModelConfig config = small_config();
+  const uint64_t seed = test::fresh_seed();
+  const DitWeights weights = DitWeights::random(config, seed, 0.05f);
+  std::mt19937_64 random(seed);
+  for (DType dtype : {DType::F32, DType::F16}) {
+    for (bool diffusers : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + (diffusers ? " diffusers" : " engine") + " seed " +
+                   std::to_string(seed));
+      const std::string path = scratch.file("pieces.safetensors");
+      if (diffusers)
+        write_safetensors(path, diffusers_tensors(weights, config, false), {{"format", "pt"}}, dtype);
+      else
+        write_safetensors(path, weights.tensors, {{"config", to_json(config)}}, dtype);
+      const DitWeights loaded = DitWeights::load(path, config);
+      const DitCheckpoint checkpoint = DitCheckpoint::open(path, config);
+      EXPECT_EQ(checkpoint.layout(), diffusers ? "diffusers" : "");
+      EXPECT_EQ(checkpoint.path(), path);
+      checkpoint.prefault();
+      for (const auto& [name, tensor] : loaded.tensors) {
+        const size_t n = tensor.data.size();
+        for (int trial = 0; trial < 6; ++trial) {
+          const size_t first = trial == 0 ? 0 : random() % n;
+          const size_t count = trial == 0 ? n : random() % (n - first + 1);
+          std::vector<float> piece(count + 1, -3.0f);
+          checkpoint.read(name, first, count, piece.data());
+          ASSERT_EQ(std::memcmp(piece.data(), tensor.data.data() + first, count * sizeof(float)), 0)
+              << name << " [" << first << ", " << first + count << ")";
+          ASSERT_EQ(piece[count], -3.0f) << name << ": written past the piece";
+        }
+      }
+      std::vector<float> out(64);
+      Error error = thrown_error([&] { checkpoint.read("blocks.0.attn.qkv.bias", 3 * 32 - 2, 3, out.data()); });
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_argument);
+      error = thrown_error([&] { checkpoint.read("blocks.9.attn.qkv.bias", 0, 1, out.data()); });
+      EXPECT_EQ(error.kind(), ErrorKind::invalid_argument);
+      EXPECT_NE(std::string(error.what()).find("no tensor 'blocks.9.attn.qkv.bias'"), std::string::npos)
+          << error.what();
+    }
+  }
+  // A NaN in diffusers' to_v of block 1: named by that tensor and its element, from a piece of qkv.
+  DitWeights bad = weights;
+  const int64_t D = config.hidden_size;
+  bad.tensors.at("blocks.1.attn.qkv.weight").data[static_cast<size_t>(2 * D * D + 5)] =
+      std::numeric_limits<float>::quiet_NaN();
+  const std::string path = scratch.file("nan.safetensors");
+  write_safetensors(path, diffusers_tensors(bad, config, false), {{"format", "pt"}});
+  const DitCheckpoint checkpoint = DitCheckpoint::open(path, config);
+  std::vector<float> out(static_cast<size_t>(3 * D * D));
+  EXPECT_NO_THROW(checkpoint.read("blocks.1.attn.qkv.weight", 0, static_cast<size_t>(2 * D * D + 5), out.data()));
+  const Error error = thrown_error([&] { checkpoint.read("blocks.1.attn.qkv.weight", 0, out.size(), out.data()); });
+  EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+  expect_words(error, {"transformer_blocks.1.attn1.to_v.weight", "element 5 is NaN"});
 }
 
 TEST(DiffusersWeights, TheLoadersNamesMatchTheTestsTable) {

@@ -7,16 +7,19 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "model/dit_model.h"
 #include "core/safetensors.h"
 #include "model/sampler.h"
 #include "model/schedule.h"
 #include "model/weights.h"
+#include "tests/support/scratch_directory.h"
 #include "tests/support/test_support.h"
 
 namespace dit {
@@ -288,6 +291,54 @@ TEST_P(CudaDeviceRandomWeights, equal_host_random_weights_bit_for_bit) {
 
 INSTANTIATE_TEST_SUITE_P(precisions, CudaDeviceRandomWeights,
                          testing::Values(Precision::fp32, Precision::tf32, Precision::fp16, Precision::bf16),
+                         [](const auto& info) { return std::string(precision_name(info.param)); });
+
+// A checkpoint streamed from its mapping (make_model with a DitCheckpoint: pieces converted into
+// pinned buffers, copied while the next converts) is the model DitWeights::load of the same file
+// gives: the forward pass gives the same bytes at every precision, from an fp32 file (tensors of
+// more than one piece) and an fp16 one. A NaN deep in a large tensor is refused by name and
+// element, and the failed load leaves the device usable.
+class CudaCheckpointUpload : public testing::TestWithParam<Precision> {};
+
+TEST_P(CudaCheckpointUpload, streamed_weights_equal_loaded_weights_bit_for_bit) {
+  const Precision precision = GetParam();
+  ModelConfig config = model_config("DiT-B/2", 256);  // D 768: the MLP and adaLN weights pass 8 MB in fp32
+  config.depth = 2;
+  config.name = "DiT-B/2 of depth 2";
+  const uint64_t seed = test::fresh_seed();
+  const DitWeights weights = DitWeights::random(config, seed, 0.03f);
+  const XlInputs in = xl_inputs(config, seed + 1);
+  test::ScratchDirectory scratch;
+  for (DType dtype : {DType::F32, DType::F16}) {
+    const std::string path = scratch.file(std::string("b2_") + dtype_name(dtype) + ".safetensors");
+    write_safetensors(path, weights.tensors, {}, dtype);
+    const Tensor loaded = cuda_forward(config, DitWeights::load(path, config), precision, in);
+    const auto streamed = make_model(Backend::cuda, DitCheckpoint::open(path, config), precision);
+    EXPECT_TRUE(same_bytes(streamed->forward(in.x, in.t, in.y), loaded))
+        << precision_name(precision) << " from " << dtype_name(dtype)
+        << ": the streamed checkpoint's forward pass differs (seed " << seed << ")";
+  }
+  DitWeights bad = weights;
+  bad.tensors.at("blocks.1.mlp.fc1.weight").data[2'000'003] = -std::numeric_limits<float>::infinity();
+  const std::string path = scratch.file("b2_inf.safetensors");
+  write_safetensors(path, bad.tensors);
+  const DitCheckpoint checkpoint = DitCheckpoint::open(path, config);
+  try {
+    make_model(Backend::cuda, checkpoint, precision);
+    ADD_FAILURE() << "a checkpoint holding -inf was loaded";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::invalid_file);
+    EXPECT_NE(std::string(error.what()).find("'blocks.1.mlp.fc1.weight' (F32) element 2000003 is -inf"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_TRUE(
+      same_bytes(cuda_forward(config, weights, precision, in),
+                 cuda_forward(config, DitWeights::load(scratch.file("b2_F32.safetensors"), config), precision, in)));
+}
+
+INSTANTIATE_TEST_SUITE_P(precisions, CudaCheckpointUpload,
+                         testing::Values(Precision::fp32, Precision::fp16, Precision::bf16),
                          [](const auto& info) { return std::string(precision_name(info.param)); });
 
 TEST(CudaModelChecks, rejects_bad_inputs) {
