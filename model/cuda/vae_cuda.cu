@@ -25,8 +25,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include "kernels/cuda_check.h"
 #include "kernels/group_norm.h"
@@ -141,6 +145,7 @@ class WeightStaging {
   }
 
   const std::vector<std::byte>& bytes() const { return bytes_; }
+  std::vector<std::byte> take_bytes() { return std::move(bytes_); }
 
  private:
   DeviceDtype dtype_;
@@ -193,14 +198,25 @@ class CudaVaeDecoder final : public VaeDecoder {
     for (int channels : config.block_out_channels)
       cuda::require(channels % kPaddedChannels == 0, "CUDA VAE decoder",
                     "block_out_channels must be multiples of 8, got " + std::to_string(channels));
-    DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    owned_stream_.reset(stream_);
-    DIT_CUDNN_CHECK(cudnnCreate(&cudnn_));
-    owned_cudnn_.reset(cudnn_);
-    DIT_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
-    DIT_CUBLAS_CHECK(cublasLtCreate(&cublas_));
-    owned_cublas_.reset(cublas_);
-    upload_weights(weights);
+    // The library handles need the device context and no weights; the weights' staging (packing
+    // and narrowing on the host) needs neither: made side by side, the handles on a helper thread
+    // (cuDNN's handle alone takes tens of milliseconds), then the staged weights are copied.
+    std::exception_ptr handles_failure;
+    std::vector<std::byte> staged;
+    {
+      std::jthread handles([this, &handles_failure] {
+        try {
+          make_handles();
+        } catch (...) {
+          handles_failure = std::current_exception();
+        }
+      });
+      staged = stage_weights(weights);
+    }  // the helper is joined here, also when the staging throws
+    if (handles_failure) std::rethrow_exception(handles_failure);
+    weights_arena_ = cuda::DeviceArena(staged.size());
+    weights_base_ = weights_arena_.take(staged.size());
+    DIT_CUDA_CHECK(cudaMemcpy(weights_base_, staged.data(), staged.size(), cudaMemcpyHostToDevice));
   }
 
   const VaeConfig& config() const override { return config_; }
@@ -279,7 +295,18 @@ class CudaVaeDecoder final : public VaeDecoder {
     return reinterpret_cast<T*>(static_cast<std::byte*>(weights_base_) + offset);
   }
 
-  void upload_weights(const VaeWeights& weights) {
+  void make_handles() {
+    DIT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    owned_stream_.reset(stream_);
+    DIT_CUDNN_CHECK(cudnnCreate(&cudnn_));
+    owned_cudnn_.reset(cudnn_);
+    DIT_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+    DIT_CUBLAS_CHECK(cublasLtCreate(&cublas_));
+    owned_cublas_.reset(cublas_);
+  }
+
+  // The device image of the weights, built on the host; sets every parameter's offset in it.
+  std::vector<std::byte> stage_weights(const VaeWeights& weights) {
     // Parameters padded to 8 channels and each stored once (biases up to three times: float32,
     // fused, storage type), in at most 4 bytes: twice the float32 count is a safe reserve.
     size_t parameters = 0;
@@ -326,10 +353,7 @@ class CudaVaeDecoder final : public VaeDecoder {
     norm_out_ = staging.norm(weights, "decoder.conv_norm_out.");
     conv_out_ = staging.conv(weights, "decoder.conv_out.", layout_.bottom_channels, padded(layout_.out_channels));
 
-    const auto& bytes = staging.bytes();
-    weights_arena_ = cuda::DeviceArena(bytes.size());
-    weights_base_ = weights_arena_.take(bytes.size());
-    DIT_CUDA_CHECK(cudaMemcpy(weights_base_, bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    return staging.take_bytes();
   }
 
   // Every convolution shape the graph runs at batch N and latent size S.
