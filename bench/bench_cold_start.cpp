@@ -14,12 +14,11 @@
 // Each run also reports where the time to the model being ready went: dit-sample --phase-times
 // from the spawn (--spawn-monotonic-ns) to the first sampling step done and the VAE made, as
 // counters `ready_ms` and `<phase>_ms` (process start, arguments, backend check, hash, the
-// device context, DiT weights: a checkpoint opened and its names and shapes checked, before the
-// context (0 for the random default, drawn on the device), the DiT model built: for a checkpoint
+// device context, DiT weights: a checkpoint opened and its names and shapes checked (0 for the
+// random default, drawn on the device), the DiT model built: for a checkpoint
 // its values converted from the mapping and uploaded, and the plans; setup, the first step, which holds the first graph capture,
 // and `vae`: what the VAE's weights and decoder, made on a thread beside the DiT's load and first
-// step, add after that step) and `<work>_beside_ms` for the work of other threads (the VAE's parts, `dit_prefault`: a
-// checkpoint's pages mapped while the context is made).
+// step, add after that step) and `<work>_beside_ms` for the VAE thread's own parts.
 #include <benchmark/benchmark.h>
 #include <spawn.h>
 #include <sys/wait.h>

@@ -379,14 +379,6 @@ void SafetensorsFile::parse_header() {
   metadata_ = std::move(metadata);
 }
 
-void SafetensorsFile::prefault() const {
-  if (storage_ == nullptr || storage_->mapping == nullptr) return;
-#ifdef MADV_POPULATE_READ
-  if (madvise(storage_->mapping, storage_->size, MADV_POPULATE_READ) == 0) return;
-#endif
-  madvise(storage_->mapping, storage_->size, MADV_WILLNEED);  // advice: its failure changes nothing
-}
-
 const TensorView& SafetensorsFile::at(const std::string& name) const {
   const auto it = tensors_.find(name);
   if (it == tensors_.end()) {

@@ -61,10 +61,6 @@ class SafetensorsFile {
   // piece of a tensor for loads that convert a checkpoint in chunks straight from the mapping.
   // A range past the tensor's end is invalid_argument. Any thread; no allocation.
   void to_finite_float_range(const std::string& name, size_t first, size_t count, float* out) const;
-  // Asks the kernel to map every page of a file-backed image now (MADV_POPULATE_READ; before
-  // Linux 5.14, MADV_WILLNEED's readahead), so that readers on other threads take no page faults.
-  // Best effort and any thread: a refusal changes only the speed of the reads after it.
-  void prefault() const;
   // I64 as is; a floating tensor only when every value is an integer that fits in int64.
   std::vector<int64_t> to_int64(const std::string& name) const;
   // Any dtype; I64 values beyond 2^53 round to the nearest double.

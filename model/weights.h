@@ -55,9 +55,6 @@ class DitCheckpoint {
   // as float32 into `out`. A NaN or an infinity throws invalid_file naming the stored tensor and
   // element; a range past the tensor, or a name no DiT of the config has, invalid_argument.
   void read(const std::string& name, size_t first, size_t count, float* out) const;
-  // Maps every page of the file now (SafetensorsFile::prefault): run on a helper thread while the
-  // device context is made, it takes the page faults off the conversion. Best effort.
-  void prefault() const;
   // Every tensor as float32, converted on every core: DitWeights::load.
   DitWeights read_all() const;
 

@@ -167,7 +167,6 @@ DitCheckpoint DitCheckpoint::open(const std::string& path, const ModelConfig& co
 const std::string& DitCheckpoint::path() const { return state_->file.path(); }
 const ModelConfig& DitCheckpoint::config() const { return state_->config; }
 const std::string& DitCheckpoint::layout() const { return state_->plan.layout; }
-void DitCheckpoint::prefault() const { state_->file.prefault(); }
 
 void DitCheckpoint::read(const std::string& name, size_t first, size_t count, float* out) const {
   const State& state = *state_;

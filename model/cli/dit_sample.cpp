@@ -248,8 +248,7 @@ class PhaseTimes {
     phases_.emplace_back(phase, milliseconds(last_, now));
     last_ = now;
   }
-  // Work done on another thread beside the phases (the VAE's weights and decoder, the mapping of
-  // a checkpoint's pages): its own
+  // Work done on another thread beside the phases (the VAE's weights and decoder): its own
   // duration, reported apart (it overlaps the phases, so it is not one of them).
   void overlapped(const char* work, Clock::time_point start, Clock::time_point end) {
     overlapped_.emplace_back(work, milliseconds(start, end));
@@ -418,23 +417,13 @@ int run(const Options& o) {
       return decoder;
     });
   }
-  // A checkpoint is opened and checked (names, shapes) before the context, and its pages are
-  // mapped on a helper thread while the context is made; the model then converts it piece by
-  // piece from the mapping (make_model's DitCheckpoint overload: no float32 copy of the model).
-  std::optional<dit::DitCheckpoint> checkpoint;
-  PhaseTimes::Clock::time_point prefault_start, prefault_end;  // written by the thread, read after its join
-  std::jthread prefault;
-  if (!o.random_weights) {
-    checkpoint = dit::DitCheckpoint::open(o.weights_path, config);
-    prefault = std::jthread([&] {
-      prefault_start = PhaseTimes::Clock::now();
-      checkpoint->prefault();
-      prefault_end = PhaseTimes::Clock::now();
-    });
-  }
-  phases.mark("dit_weights");
   dit::start_backend(backend);
   phases.mark("context");
+  // A checkpoint is opened and checked (names, shapes), then the model converts it piece by piece
+  // from the file's mapping (make_model's DitCheckpoint overload: no float32 copy of the model).
+  std::optional<dit::DitCheckpoint> checkpoint;
+  if (!o.random_weights) checkpoint = dit::DitCheckpoint::open(o.weights_path, config);
+  phases.mark("dit_weights");
   std::unique_ptr<dit::DitModel> model;
   if (o.random_weights)  // drawn where the model keeps them (on the device for cuda)
     model = dit::make_model(backend, config, dit::RandomDitWeights{o.weights_seed}, precision, o.engine);
@@ -463,10 +452,6 @@ int run(const Options& o) {
       if (pending) {
         pending->wait();
         phases.mark("vae");  // what the VAE's load adds after the first step
-      }
-      if (prefault.joinable()) {  // long done; recorded now, when no other thread records
-        prefault.join();
-        phases.overlapped("dit_prefault", prefault_start, prefault_end);
       }
       phases.ready();
     }

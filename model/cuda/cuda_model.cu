@@ -368,7 +368,7 @@ void CudaDitModel::upload_weights(const WeightSource& weights) {
     if (name == "x_embedder.proj.weight") {  // the CUDA kernels' [C p p, D] layout
       upload_values(target, cpu::transpose_patch_weight(host_values(name), D), dtype);
     } else if (streamed) {
-      streamed->upload(target, name, numel(name), dtype);
+      streamed->add(target, name, numel(name), dtype);  // converted and copied by run() below
     } else if (weights.host) {
       upload_values(target, weights.host->at(name).data, dtype);
     } else if (name == "pos_embed") {
@@ -395,10 +395,10 @@ void CudaDitModel::upload_weights(const WeightSource& weights) {
   }
   adaln_all_.weight = fill_concatenated(adaln_weights, adaln_weight_count, compute_);
   adaln_all_.bias = fill_concatenated(adaln_biases, adaln_bias_count, DeviceDtype::f32);
+  if (streamed) streamed->run();
   adaln_all_.out = modulation_width();
   adaln_all_.in = D;
   DIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the device draws, before any other stream reads
-  streamed.reset();                                // its copies are done: the pinned buffers go
 
   auto layer = [&](const std::string& prefix) {
     const std::vector<int64_t>& shape = shapes.at(prefix + ".weight");

@@ -504,7 +504,7 @@ TEST(Reader, ToFiniteFloatRefusesTheFirstNonFiniteElement) {
 
 // to_finite_float_range: any piece of a tensor, in every dtype, is that piece of to_float's
 // values; a non-finite value is named by its element counted from the tensor's start; a range
-// past the end is refused; prefault changes nothing that is read.
+// past the end is refused.
 TEST(Reader, ToFiniteFloatRangeReadsPiecesOfATensor) {
   ScratchDirectory scratch;
   std::mt19937 random(77);
@@ -515,7 +515,6 @@ TEST(Reader, ToFiniteFloatRangeReadsPiecesOfATensor) {
     const std::string path = scratch.file("range.safetensors");
     write_safetensors(path, {{"w", tensor}}, {}, dtype);
     const SafetensorsFile file = SafetensorsFile::open(path);
-    file.prefault();
     const std::vector<float> whole = file.to_float("w").data;
     for (int trial = 0; trial < 50; ++trial) {
       const size_t first = random() % (whole.size() + 1);

@@ -124,7 +124,6 @@ TEST(DitCheckpointReads, PiecesEqualTheLoadedTensorsInBothLayouts) {
       const DitCheckpoint checkpoint = DitCheckpoint::open(path, config);
       EXPECT_EQ(checkpoint.layout(), diffusers ? "diffusers" : "");
       EXPECT_EQ(checkpoint.path(), path);
-      checkpoint.prefault();
       for (const auto& [name, tensor] : loaded.tensors) {
         const size_t n = tensor.data.size();
         for (int trial = 0; trial < 6; ++trial) {

@@ -51,11 +51,13 @@ TEST_F(DitSample, WritesTheLatentsOfTheRequestFromACheckpoint) {
                                            phases_path.string() + " --out " + out_dir.string());
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_NE(run.output.find("step 6/6"), std::string::npos) << run.output;
-  // The checkpoint's pages were mapped on a thread beside the context: listed apart.
+  // From a checkpoint the phases are the random default's, and nothing runs beside them.
   const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
-  ASSERT_EQ(times["overlapped"].size(), 1u) << times.dump();
-  EXPECT_EQ(times["overlapped"][0]["work"], "dit_prefault");
-  EXPECT_GE(times["overlapped"][0]["ms"].get<double>(), 0.0);
+  std::vector<std::string> names;
+  for (const auto& phase : times["phases"]) names.push_back(phase["phase"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "context", "dit_weights",
+                                             "dit_model", "setup", "first_step"}));
+  EXPECT_TRUE(times["overlapped"].empty()) << times.dump();
 
   const SafetensorsFile file = SafetensorsFile::open((out_dir / "latents.safetensors").string());
   const Tensor latents = file.to_float("latents");
@@ -111,8 +113,8 @@ TEST_F(DitSample, PhaseTimesAddUpToReady) {
         EXPECT_GE(phase["ms"].get<double>(), 0.0) << phase.dump();
         sum += phase["ms"].get<double>();
       }
-      std::vector<std::string> expected{"arguments", "backend_check", "hash",  "dit_weights",
-                                        "context",   "dit_model",     "setup", "first_step"};
+      std::vector<std::string> expected{"arguments",   "backend_check", "hash",  "context",
+                                        "dit_weights", "dit_model",     "setup", "first_step"};
       if (from_spawn) expected.insert(expected.begin(), "process");
       if (vae != "none") expected.push_back("vae");
       EXPECT_EQ(names, expected);
@@ -146,7 +148,7 @@ TEST_F(DitSample, PhaseTimesListTheVaeMadeBesideTheDit) {
   const nlohmann::json times = nlohmann::json::parse(std::ifstream(phases_path));
   std::vector<std::string> names, overlapped;
   for (const auto& phase : times["phases"]) names.push_back(phase["phase"]);
-  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "dit_weights", "context",
+  EXPECT_EQ(names, (std::vector<std::string>{"arguments", "backend_check", "hash", "context", "dit_weights",
                                              "dit_model", "setup", "first_step", "vae"}));
   for (const auto& work : times["overlapped"]) {
     overlapped.push_back(work["work"]);
