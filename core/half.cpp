@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -72,8 +73,19 @@ __attribute__((target("avx,f16c"))) void narrow_f16c(const float* values, uint16
   for (; i < n; ++i) out[i] = float_to_f16_bits(values[i]);
 }
 
+// CPUID leaf 1: AVX, F16C and OSXSAVE; XGETBV: the OS saves the YMM registers (what the
+// instruction's 256-bit form needs). Asked directly: not every compiler's
+// __builtin_cpu_supports knows "f16c".
 bool has_f16c() {
-  static const bool supported = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool supported = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    constexpr unsigned kOsxsave = 1u << 27, kAvx = 1u << 28, kF16c = 1u << 29;
+    if ((ecx & (kOsxsave | kAvx | kF16c)) != (kOsxsave | kAvx | kF16c)) return false;
+    unsigned low = 0, high = 0;
+    __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    return (low & 0x6u) == 0x6u;  // XMM and YMM state enabled
+  }();
   return supported;
 }
 #endif
