@@ -19,6 +19,7 @@
 #include "driver/lock_file.h"
 #include "driver/process.h"
 #include "driver/recording.h"
+#include "driver/slurm.h"
 #include "driver/state_directory.h"
 #include "driver/statistics.h"
 #include "core/error.h"
@@ -88,6 +89,37 @@ RunFacts passing_run() {
 }
 
 }  // namespace
+
+// The job dit-ar work --slurm submits for a candidate: a GPU lane's asks for one GPU (--gres),
+// a CPU lane's for none; the lane's time limit, the job's log and folder, sbatch's waiting and
+// parsable id, the options passed through before the command, and the worker's command quoted
+// whole for --wrap (the CI cluster has no GPU: this is where the GPU request is checked).
+TEST(Slurm, AJobAsksForOneGpuOnlyOnAGpuLane) {
+  const std::vector<std::string> command{"/opt/dit-ar", "work-item", "--description", "it's a \"test\" $HOME"};
+  for (const bool gpu : {true, false}) {
+    SCOPED_TRACE(gpu ? "GPU lane" : "CPU lane");
+    const SlurmJobRequest job{"dit-ar-0007", "/state/runs/0007/worker.log", "/state", 45, gpu, {"--partition=a5500"}};
+    const std::vector<std::string> argv = sbatch_command("/usr/bin/sbatch", job, command);
+    ASSERT_FALSE(argv.empty());
+    EXPECT_EQ(argv.front(), "/usr/bin/sbatch");
+    const auto has = [&](const std::string& word) { return std::find(argv.begin(), argv.end(), word) != argv.end(); };
+    EXPECT_EQ(has("--gres=gpu:1"), gpu);
+    for (const char* word : {"--wait", "--parsable", "--job-name=dit-ar-0007", "--output=/state/runs/0007/worker.log",
+                             "--open-mode=append", "--chdir=/state", "--time=45", "--partition=a5500"})
+      EXPECT_TRUE(has(word)) << word;
+    const auto options = std::find(argv.begin(), argv.end(), "--partition=a5500");
+    ASSERT_EQ(options + 2, argv.end());  // the options, then the command, last
+    EXPECT_EQ(argv.back().rfind("--wrap=exec ", 0), 0u) << argv.back();
+    // Run by a shell, the wrapped command gives back the words exactly.
+    const std::string script = argv.back().substr(std::string("--wrap=exec ").size());
+    const std::optional<std::string> echoed = process_output(
+        {"/bin/sh", "-c", "for word in " + script + "; do printf '%s\\n' \"$word\"; done"}, std::chrono::seconds(10));
+    std::string expected;
+    for (const std::string& word : command) expected += word + "\n";
+    ASSERT_TRUE(echoed.has_value());
+    EXPECT_EQ(*echoed, expected);
+  }
+}
 
 TEST(Statistics, MedianAndPercentileInterpolate) {
   EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2.0);
