@@ -57,6 +57,8 @@ void CheckpointUpload::run() {
   if (pieces_.empty()) return;
   const unsigned workers = static_cast<unsigned>(
       std::min<size_t>({pieces_.size(), kMaxWorkers, std::max(1u, std::thread::hardware_concurrency())}));
+  int device = 0;  // the workers use the caller's device, not each new thread's default one
+  DIT_CUDA_CHECK(cudaGetDevice(&device));
   PinnedBuffers buffers(workers * kPieceBytes);
   std::deque<CopyEvent> events(workers);
   std::atomic<size_t> next{0};
@@ -68,6 +70,7 @@ void CheckpointUpload::run() {
     std::byte* buffer = buffers.base + worker * kPieceBytes;
     bool in_flight = false;
     try {
+      DIT_CUDA_CHECK(cudaSetDevice(device));
       for (size_t index; !stop.load(std::memory_order_relaxed) && (index = next.fetch_add(1)) < pieces_.size();) {
         const Piece& piece = pieces_[index];
         if (in_flight) DIT_CUDA_CHECK(cudaEventSynchronize(events[worker].event));  // its buffer is free again

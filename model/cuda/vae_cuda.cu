@@ -203,9 +203,12 @@ class CudaVaeDecoder final : public VaeDecoder {
     // (cuDNN's handle alone takes tens of milliseconds), then the staged weights are copied.
     std::exception_ptr handles_failure;
     std::vector<std::byte> staged;
+    int device = 0;  // the helper makes them on this thread's device, not its own default one
+    DIT_CUDA_CHECK(cudaGetDevice(&device));
     {
-      std::jthread handles([this, &handles_failure] {
+      std::jthread handles([this, &handles_failure, device] {
         try {
+          DIT_CUDA_CHECK(cudaSetDevice(device));
           make_handles();
         } catch (...) {
           handles_failure = std::current_exception();
