@@ -15,9 +15,9 @@
 // from the spawn (--spawn-monotonic-ns) to the first sampling step done and the VAE made, as
 // counters `ready_ms` and `<phase>_ms` (process start, arguments, backend check, hash, the
 // device context, DiT weights: a checkpoint opened and its names and shapes checked (0 for the
-// random default, drawn on the device), the DiT model built: for a checkpoint
-// its values converted from the mapping and uploaded, and the plans; setup, the first step, which holds the first graph capture,
-// and `vae`: what the VAE's weights and decoder, made on a thread beside the DiT's load and first
+// random default, drawn on the device), the DiT model built: for a checkpoint its values
+// converted from the mapping and uploaded, and the plans; setup, the first step, which holds the
+// first graph capture, and `vae`: what the VAE's weights and decoder, made on a thread beside the DiT's load and first
 // step, add after that step) and `<work>_beside_ms` for the VAE thread's own parts.
 #include <benchmark/benchmark.h>
 #include <spawn.h>
