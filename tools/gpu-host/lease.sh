@@ -41,7 +41,7 @@
 #             one after the other, each LANE or LANE@work (through `dit-ar work --workers 1` on
 #             GPU 0), into session-out/ (one run) or session-out/<n>-<LANE>/
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
-#             torch_reference and diffusers (.deps/wheels from stage-wheels.sh); logs/oracle/
+#             torch_reference and diffusers (.wheels/ from stage-wheels.sh, carried too); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
 #             calibrated and gated, JUnit in logs/weights/ (after oracle; last, since the build
 #             keeps the set)
@@ -115,7 +115,8 @@ done
 # working tree's tracked files and the carried .deps/ and .bundle/ at every call. In the copy
 # itself, the calibration's commit was undone under the test stage (2026-12-02: the contract's
 # floors gone, every GPU gate refused), and a library could vanish under a running test.
-mkdir -p "$work" && rm -rf "$work/tree" "$work/.deps" "$work/repo.bundle"
+mkdir -p "$work" && rm -rf "$work/tree" "$work/.deps" "$work/.wheels" "$work/repo.bundle"
+[ ! -d "$root/.wheels" ] || cp -r "$root/.wheels" "$work/.wheels"  # the oracle's, when carried
 cp -r "$root/.deps" "$work/.deps" && cp "$root/.bundle/repo.bundle" "$work/repo.bundle" \
   && git clone -q "$work/repo.bundle" "$work/tree" \
   || { echo "lease: cannot stage .deps/ and the bundle's clone under .lease/"; touch "$work/done"; exit 2; }
@@ -207,11 +208,11 @@ stage_workflow() {
 
 # The checkpoint oracle (bench/checkpoint_oracle.py through tools/gpu-host/oracle.sh): DiT-XL/2 at
 # 256 in both layouts at fp32, fp16 and bf16 against torch_reference and diffusers (from the
-# staged .deps/wheels); oracle.json and its log in logs/oracle/. The converted checkpoint stays
+# staged .wheels/, carried with .deps and .bundle); oracle.json and its log in logs/oracle/. The converted checkpoint stays
 # in .lease/checkpoints/ for the weights stage.
 stage_oracle() {
   mkdir -p "$work/checkpoints"
-  ORACLE_KEEP="$work/checkpoints/dit-xl2-256-oracle.safetensors" ORACLE_WHEELS="$work/.deps/wheels" \
+  ORACLE_KEEP="$work/checkpoints/dit-xl2-256-oracle.safetensors" ORACLE_WHEELS="$work/.wheels" \
     bash tools/gpu-host/oracle.sh "$build" "$work/oracle-work" "$work/logs/oracle"
   local status=$?
   tail -4 "$work/logs/oracle/oracle.log" 2>/dev/null

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The checkpoint oracle on the GPU host: bench/checkpoint_oracle.py with DiT-XL/2 at 256 on the
 # cuda backend (fp32, fp16 and bf16), diffusers included. Run from a tree whose BUILD holds
-# model/cli/dit-sample; .deps/wheels/ (tools/gpu-host/stage-wheels.sh) supplies what the host's
+# model/cli/dit-sample; .wheels/ (tools/gpu-host/stage-wheels.sh) supplies what the host's
 # Python lacks, installed with --no-deps into WORK/pylib. The checkpoints (about 8 GB) go to
 # WORK and are removed at the end (ORACLE_KEEP=PATH keeps the converted one there: the checkpoint
 # of tools/gpu-host/weights-gate.sh); the JSON and the log go to OUT.
@@ -13,7 +13,7 @@ sample=$build/model/cli/dit-sample
 [ -x "$sample" ] || { echo "oracle: no $sample (build first)" >&2; exit 2; }
 mkdir -p "$work/pylib" "$out" || exit 2
 export PYTHONPATH="$work/pylib${PYTHONPATH:+:$PYTHONPATH}"
-wheels=${ORACLE_WHEELS:-$PWD/.deps/wheels}
+wheels=${ORACLE_WHEELS:-$PWD/.wheels}
 python=${PYTHON:-python3}
 tag=$("$python" -c 'import sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}")')
 for pair in importlib_metadata:importlib_metadata zipp:zipp packaging:packaging filelock:filelock regex:regex diffusers:diffusers; do
