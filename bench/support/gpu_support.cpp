@@ -8,7 +8,9 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
+#include "core/cublaslt_library.h"
 #include "core/error.h"
 
 namespace dit::bench {
@@ -85,6 +87,9 @@ std::optional<std::string> probe_gpu(Context& context) {
   if (devices == 0) return std::string("no CUDA device");
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return std::string("cudaGetDevice failed");
+  // cuBLASLt's start-up work (it is opened on first use: core/cublaslt_library.h) beside the
+  // context's creation, after the device count loaded the driver.
+  std::jthread cublaslt_preload([] { preload_cublaslt(); });
   const cudaError_t created = cudaFree(nullptr);  // creates the primary context
   if (created != cudaSuccess) return std::string(cudaGetErrorString(created));
   g_context_used_bytes = device_used_bytes();

@@ -32,6 +32,7 @@
 
 #include "model/dit_model.h"
 #include "core/checkpoint_hash.h"
+#include "core/cublaslt_library.h"
 #include "core/ctest_gpu.h"
 #include "core/error.h"
 #include "core/files.h"
@@ -383,6 +384,13 @@ int run(const Options& o) {
   // No GPU (or a precision the backend lacks) is reported now, not after seconds of weights.
   dit::check_backend(backend, precision);
   phases.mark("backend_check");
+#ifdef DIT_WITH_CUDA
+  // cuBLASLt's start-up work (core/cublaslt_library.h: it is opened on first use) on a helper
+  // thread beside the context's creation; the GEMMs' first use waits for it. After the backend
+  // check, which loaded the driver: the loader's lock is not held against it.
+  std::jthread cublaslt;
+  if (backend == dit::Backend::cuda) cublaslt = std::jthread([] { dit::preload_cublaslt(); });
+#endif
   // Each checkpoint is hashed before it is loaded, so a file that is not the expected one is
   // refused before seconds of loading; the request records the hashes either way.
   WeightsHashes hashes;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cublaslt_library.h"
 #include "kernels/bias_activation.h"
 #include "kernels/cuda_check.h"
 #include "model/engine_options.h"
@@ -117,6 +118,10 @@ GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan, std::optio
     throw Error(ErrorKind::invalid_argument, "GemmRunner: forced candidate " + std::to_string(*forced_candidate_) +
                                                  " is not below " + std::to_string(kMaxCandidates));
   require_aligned(workspace, kPointerAlignment, "GemmRunner", "workspace");
+  // cuBLASLt is opened on first use (core/cublaslt_library.h): a library that cannot be loaded is
+  // named here, not reported as a handle that is not initialised.
+  if (const std::string missing = preload_cublaslt(); !missing.empty())
+    throw Error(ErrorKind::device, "GemmRunner: " + missing);
   DIT_CUBLAS_CHECK(cublasLtCreate(&handle_));
 }
 

@@ -40,6 +40,7 @@
 #include "kernels/vae_softmax.h"
 #include "model/cuda/cuda_graph.h"
 #include "model/cuda/device_arena.h"
+#include "core/cublaslt_library.h"
 #include "core/error.h"
 #include "core/safetensors.h"
 #include "model/cuda/vae_cuda_conv.h"
@@ -304,6 +305,8 @@ class CudaVaeDecoder final : public VaeDecoder {
     DIT_CUDNN_CHECK(cudnnCreate(&cudnn_));
     owned_cudnn_.reset(cudnn_);
     DIT_CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+    if (const std::string missing = preload_cublaslt(); !missing.empty())  // opened on first use
+      throw Error(ErrorKind::device, "CUDA VAE decoder: " + missing);
     DIT_CUBLAS_CHECK(cublasLtCreate(&cublas_));
     owned_cublas_.reset(cublas_);
   }
