@@ -24,7 +24,8 @@ const Library& library() {
     const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
     result.handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
 #ifdef DIT_CUBLASLT_DIR
-    if (result.handle == nullptr) result.handle = dlopen((DIT_CUBLASLT_DIR "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (result.handle == nullptr)
+      result.handle = dlopen((DIT_CUBLASLT_DIR "/" + soname).c_str(), RTLD_NOW | RTLD_LOCAL);
 #endif
     if (result.handle == nullptr) {
       const char* why = dlerror();
@@ -49,9 +50,9 @@ std::string preload_cublaslt() { return library().error; }
 
 // Each entry point resolves its own symbol once (a function-local static: thread-safe) and
 // forwards; without the library (or the symbol), the status says the library is not initialised.
-#define DIT_CUBLASLT_FORWARD(name, parameters, arguments)                   \
-  extern "C" cublasStatus_t CUBLASWINAPI name parameters {                  \
-    static const auto function = dit::resolve<decltype(&name)>(#name);      \
+#define DIT_CUBLASLT_FORWARD(name, parameters, arguments)                            \
+  extern "C" cublasStatus_t CUBLASWINAPI name parameters {                           \
+    static const auto function = dit::resolve<decltype(&name)>(#name);               \
     return function == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED : function arguments; \
   }
 
