@@ -1,9 +1,10 @@
 // Fixed ground (core/). cuBLASLt loaded when first used, not at process start. Linked directly,
 // libcublasLt's static initialisation ran before main in every process that uses the engine:
 // about 70 ms of CPU time and 25,000 page faults on a 2-core AMD EPYC (a program that only links
-// it and returns), most of the "process" phase of the model load (53-76 ms on the H200). With a
-// CUDA build, dit::core defines the cuBLASLt entry points the project calls (core/cublaslt_library.cpp),
-// each forwarding to the library, which is opened (dlopen) on the first call or by preload.
+// it and returns), inside the "process" phase of the model load (53-76 ms on the H200). With a
+// CUDA build, dit::core defines the cuBLASLt entry points the project calls
+// (core/cublaslt_library.cpp), each forwarding to the library, which is opened (dlopen) on the
+// first call or by preload_cublaslt.
 #pragma once
 
 #include <string>
