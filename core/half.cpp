@@ -101,14 +101,24 @@ void narrow_f16(const float* values, uint16_t* out, size_t n) {
 
 void floats_to_f16_bits_serial(const float* values, uint16_t* out, size_t n) { narrow_f16(values, out, n); }
 
-void floats_to_f16_bits(const float* values, uint16_t* out, size_t n) {
-  constexpr size_t kBlock = 16384;  // per task: a multiple of the vector width
+namespace {
+
+// The bulk narrowings: blocks of a multiple of the vector width, one task each, on every core.
+template <typename Narrow>
+void narrow_in_blocks(const float* values, uint16_t* out, size_t n, Narrow narrow) {
+  constexpr size_t kBlock = 16384;
   const auto blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static) if (blocks > 4)
   for (int64_t b = 0; b < blocks; ++b) {
     const size_t first = static_cast<size_t>(b) * kBlock;
-    narrow_f16(values + first, out + first, std::min(kBlock, n - first));
+    narrow(values + first, out + first, std::min(kBlock, n - first));
   }
+}
+
+}  // namespace
+
+void floats_to_f16_bits(const float* values, uint16_t* out, size_t n) {
+  narrow_in_blocks(values, out, n, floats_to_f16_bits_serial);
 }
 
 void floats_to_bf16_bits_serial(const float* values, uint16_t* out, size_t n) {
@@ -116,9 +126,7 @@ void floats_to_bf16_bits_serial(const float* values, uint16_t* out, size_t n) {
 }
 
 void floats_to_bf16_bits(const float* values, uint16_t* out, size_t n) {
-  const auto count = static_cast<int64_t>(n);
-#pragma omp parallel for schedule(static) if (count > 65536)
-  for (int64_t i = 0; i < count; ++i) out[i] = float_to_bf16_bits(values[i]);
+  narrow_in_blocks(values, out, n, floats_to_bf16_bits_serial);
 }
 
 }  // namespace dit
