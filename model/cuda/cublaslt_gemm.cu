@@ -126,6 +126,7 @@ GemmRunner::GemmRunner(void* workspace, std::optional<GemmPlan> plan, std::optio
 }
 
 GemmRunner::~GemmRunner() {
+  finish_preparing();
   // Destruction cannot report: statuses are dropped on purpose here.
   for (auto& [key, plan] : plans_) destroy(plan);
   if (handle_) cublasLtDestroy(handle_);
@@ -189,19 +190,26 @@ void GemmRunner::destroy(Plan& plan) {
   plan = Plan{};
 }
 
-int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMatmulHeuristicResult_t* results) {
+cublasStatus_t GemmRunner::query_heuristic(cublasLtHandle_t handle, const Plan& plan, int wanted,
+                                           cublasLtMatmulHeuristicResult_t* results, int& returned) {
+  returned = 0;
   cublasLtMatmulPreference_t preference = nullptr;
-  DIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  if (const cublasStatus_t created = cublasLtMatmulPreferenceCreate(&preference); created != CUBLAS_STATUS_SUCCESS)
+    return created;
   const uint64_t workspace_bytes = kWorkspaceBytes;
-  int returned = 0;
-  const cublasStatus_t status = [&] {
-    const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
-        preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes, sizeof workspace_bytes);
-    if (set != CUBLAS_STATUS_SUCCESS) return set;
-    return cublasLtMatmulAlgoGetHeuristic(handle_, plan.desc, plan.weight_layout, plan.in_layout, plan.out_layout,
-                                          plan.out_layout, preference, wanted, results, &returned);
-  }();
+  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &workspace_bytes, sizeof workspace_bytes);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = cublasLtMatmulAlgoGetHeuristic(handle, plan.desc, plan.weight_layout, plan.in_layout, plan.out_layout,
+                                            plan.out_layout, preference, wanted, results, &returned);
   cublasLtMatmulPreferenceDestroy(preference);
+  return status;
+}
+
+int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMatmulHeuristicResult_t* results) {
+  finish_preparing();
+  int returned = 0;
+  const cublasStatus_t status = query_heuristic(handle_, plan, wanted, results, returned);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
     destroy(plan);
     throw_device_error(
@@ -210,6 +218,38 @@ int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMat
             " for " + describe(a));
   }
   return returned;
+}
+
+void GemmRunner::prepare(const std::vector<GemmTypes>& types) {
+  int device = 0;
+  DIT_CUDA_CHECK(cudaGetDevice(&device));
+  for (const GemmTypes& t : types) {
+    preparing_.emplace_back([device, t] {
+      // Best effort: whatever fails here fails again, and is reported, in the plan that needs it.
+      if (cudaSetDevice(device) != cudaSuccess) return;
+      cublasLtHandle_t handle = nullptr;
+      if (cublasLtCreate(&handle) != CUBLAS_STATUS_SUCCESS) return;
+      GemmArgs a;
+      a.M = a.N = a.K = 64;
+      a.operands = t.operands;
+      a.output = t.output;
+      a.compute = t.compute;
+      try {
+        Plan plan = make_descriptors(a);
+        cublasLtMatmulHeuristicResult_t result{};
+        int returned = 0;
+        query_heuristic(handle, plan, 1, &result, returned);
+        destroy(plan);
+      } catch (const Error&) {
+        // a descriptor cuBLASLt refused: the real plan reports it
+      }
+      cublasLtDestroy(handle);
+    });
+  }
+}
+
+void GemmRunner::finish_preparing() {
+  preparing_.clear();  // each std::jthread joins as it goes
 }
 
 std::vector<std::map<std::string, int64_t>> GemmRunner::candidate_configs(const GemmArgs& a, int count) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -51,6 +52,13 @@ struct GemmTuning {
 };
 GemmTuning& gemm_tuning();
 
+// The operand, output and compute types of some GEMMs (GemmRunner::prepare).
+struct GemmTypes {
+  DeviceDtype operands = DeviceDtype::f32;
+  DeviceDtype output = DeviceDtype::f32;
+  GemmCompute compute = GemmCompute::fp32;
+};
+
 // An algorithm's configuration attributes (id, tile, stages, split_k, reduction, swizzle,
 // custom, inner_shape, cluster_shape): what a plan records and checks.
 std::map<std::string, int64_t> algo_config(const cublasLtMatmulAlgo_t& algo);
@@ -69,6 +77,14 @@ class GemmRunner {
   ~GemmRunner();
   GemmRunner(const GemmRunner&) = delete;
   GemmRunner& operator=(const GemmRunner&) = delete;
+
+  // cuBLASLt readies its algorithms for a combination of operand, output and compute types at
+  // that combination's first heuristic query: 60 to 125 ms each on the H200 (results/h200/
+  // 2026-12-04-1bbe993-first-step), one after another from one thread, at once from several.
+  // Starts one thread per entry of `types`, each making that first query (its own handle, the
+  // caller's device) on a small shape, and returns at once; the next heuristic query waits for them.
+  // The heuristic answers as it would without them (tests/model/cuda/cublaslt_gemm_test.cpp).
+  void prepare(const std::vector<GemmTypes>& types);
 
   // Checks shapes, dtypes and 256-byte alignment, then enqueues on `stream`. An epilogue that
   // cuBLASLt does not offer for this shape and type runs as a separate bias/GELU kernel.
@@ -106,6 +122,10 @@ class GemmRunner {
   // The heuristic's first `wanted` candidates into `results`; how many it gave. Destroys `plan`
   // and throws dit::Error(device) when it gives none.
   int heuristic(Plan& plan, const GemmArgs& args, int wanted, cublasLtMatmulHeuristicResult_t* results);
+  // cublasLtMatmulAlgoGetHeuristic with this runner's workspace limit; `returned` is how many.
+  static cublasStatus_t query_heuristic(cublasLtHandle_t handle, const Plan& plan, int wanted,
+                                        cublasLtMatmulHeuristicResult_t* results, int& returned);
+  void finish_preparing();  // waits for prepare()'s threads
   Plan& plan_for(const GemmArgs& args, cudaStream_t stream = nullptr);
   void matmul(Plan& plan, const GemmArgs& args, cudaStream_t stream);
   int tune(const Plan& plan, const GemmArgs& args, const cublasLtMatmulHeuristicResult_t* results, int count,
@@ -118,6 +138,7 @@ class GemmRunner {
   bool unfused_epilogues_ = false;
   std::optional<GemmPlan> gemm_plan_;
   std::optional<int> forced_candidate_;
+  std::vector<std::jthread> preparing_;  // prepare()'s threads, joined by finish_preparing()
 };
 
 }  // namespace dit::cuda

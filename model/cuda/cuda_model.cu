@@ -333,6 +333,14 @@ void CudaDitModel::upload_weights(const WeightSource& weights) {
   gemm_ = std::make_unique<cuda::GemmRunner>(weight_arena_.take(cuda::GemmRunner::kWorkspaceBytes),
                                              cuda::GemmRunner::plan_for_current_device(gemm_plan_setting_),
                                              gemm_candidate_setting(gemm_plan_setting_));
+  // The type combinations of linear()'s GEMMs (the timestep MLP in float32, the adaLN and final
+  // layers out to float32, the blocks in the compute type), readied by cuBLASLt beside the upload.
+  std::vector<cuda::GemmTypes> gemm_types{{f32, f32, gemm_compute_}};
+  if (compute_ != f32) {
+    gemm_types.push_back({compute_, f32, GemmCompute::fp32});
+    gemm_types.push_back({compute_, compute_, GemmCompute::fp32});
+  }
+  gemm_->prepare(gemm_types);
 
   std::vector<uint16_t> staging;  // 16-bit images of one tensor at a time
   auto upload_values = [&](void* target, const std::vector<float>& values, DeviceDtype dtype) {

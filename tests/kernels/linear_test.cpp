@@ -5,7 +5,9 @@
 // falling back, tuning recording a choice a fresh runner takes again); the argument checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <string>
@@ -248,6 +250,53 @@ TEST_F(CudaGemmPlan, tuning_records_a_measured_choice) {
   // The recorded choice, as a plan, is taken again by a fresh runner.
   GemmPlan plan = plan_with(shape, choice.candidate, choice.algo);
   EXPECT_EQ(run(plan, "replanned"), choice.candidate);
+}
+
+// --- prepare(): cuBLASLt's start-up for each type combination on helper threads -------------
+
+// A runner that prepared its type combinations (one of them one cuBLASLt does not run) takes
+// the same algorithm for every shape as a runner that did not, and so computes the same bytes.
+// A runner that prepared and is destroyed unused waits for its threads.
+TEST(CudaGemmPrepare, plans_and_outputs_equal_an_unprepared_runners) {
+  const std::vector<cuda::GemmTypes> types{{DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32},
+                                           {DeviceDtype::f16, DeviceDtype::f32, GemmCompute::fp32},
+                                           {DeviceDtype::f16, DeviceDtype::f16, GemmCompute::fp32},
+                                           {DeviceDtype::bf16, DeviceDtype::bf16, GemmCompute::fp32},
+                                           {DeviceDtype::f16, DeviceDtype::f16, GemmCompute::tf32}};
+  DeviceTensor workspace_a(cuda::GemmRunner::kWorkspaceBytes / 4), workspace_b(cuda::GemmRunner::kWorkspaceBytes / 4);
+  { cuda::GemmRunner(workspace_a.data()).prepare(types); }
+  cuda::GemmRunner prepared(workspace_a.data());
+  prepared.prepare(types);
+  cuda::GemmRunner plain(workspace_b.data());
+  const uint64_t seed = test::fresh_seed();
+  for (const LinearCase& k :
+       {LinearCase{2, 1152, 256, DeviceDtype::f32, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{2, 6912, 1152, DeviceDtype::f16, DeviceDtype::f32, GemmCompute::fp32, GemmEpilogue::bias},
+        LinearCase{512, 4608, 1152, DeviceDtype::f16, DeviceDtype::f16, GemmCompute::fp32, GemmEpilogue::gelu_bias},
+        LinearCase{512, 3456, 1152, DeviceDtype::bf16, DeviceDtype::bf16, GemmCompute::fp32, GemmEpilogue::bias}}) {
+    SCOPED_TRACE(k.name());
+    const vector<float> in = test::random_normal(static_cast<size_t>(k.M) * k.K, seed);
+    const vector<float> weight = test::random_normal(static_cast<size_t>(k.N) * k.K, seed + 1, 0.03f);
+    const vector<float> bias = test::random_normal(k.N, seed + 2);
+    DeviceTensor din(in, k.operands), dweight(weight, k.operands), dbias(bias, k.output);
+    DeviceTensor out_prepared(static_cast<size_t>(k.M) * k.N, k.output),
+        out_plain(static_cast<size_t>(k.M) * k.N, k.output);
+    out_prepared.poison();
+    out_plain.poison();
+    cuda::GemmArgs args{din.data(), dweight.data(), dbias.data(), out_prepared.data(), k.M,       k.N,
+                        k.K,        k.operands,     k.output,     k.compute,           k.epilogue};
+    prepared.linear(args, nullptr);
+    EXPECT_EQ(prepared.candidate_configs(args, 8), plain.candidate_configs(args, 8));
+    args.out = out_plain.data();
+    plain.linear(args, nullptr);
+    size_t unwritten_prepared = 0, unwritten_plain = 0;
+    const vector<float> a = out_prepared.download(&unwritten_prepared), b = out_plain.download(&unwritten_plain);
+    EXPECT_EQ(unwritten_prepared, 0u);
+    EXPECT_EQ(unwritten_plain, 0u);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                           [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; }))
+        << "seed " << seed;
+  }
 }
 
 TEST(CudaLinearChecks, rejects_misaligned_and_mismatched_arguments) {
