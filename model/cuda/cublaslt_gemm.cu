@@ -207,7 +207,7 @@ cublasStatus_t GemmRunner::query_heuristic(cublasLtHandle_t handle, const Plan& 
 }
 
 int GemmRunner::heuristic(Plan& plan, const GemmArgs& a, int wanted, cublasLtMatmulHeuristicResult_t* results) {
-  finish_preparing();
+  finish_preparing(GemmTypes{a.operands, a.output, a.compute});
   int returned = 0;
   const cublasStatus_t status = query_heuristic(handle_, plan, wanted, results, returned);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
@@ -224,7 +224,7 @@ void GemmRunner::prepare(const std::vector<GemmTypes>& types) {
   int device = 0;
   DIT_CUDA_CHECK(cudaGetDevice(&device));
   for (const GemmTypes& t : types) {
-    preparing_.emplace_back([device, t] {
+    preparing_.emplace_back(t, [device, t] {
       // Best effort: whatever fails here fails again, and is reported, in the plan that needs it.
       if (cudaSetDevice(device) != cudaSuccess) return;
       cublasLtHandle_t handle = nullptr;
@@ -248,8 +248,12 @@ void GemmRunner::prepare(const std::vector<GemmTypes>& types) {
   }
 }
 
-void GemmRunner::finish_preparing() {
-  preparing_.clear();  // each std::jthread joins as it goes
+void GemmRunner::finish_preparing(std::optional<GemmTypes> types) {
+  // Each std::jthread joins as it is erased.
+  std::erase_if(preparing_, [&](const auto& entry) {
+    const GemmTypes& t = entry.first;
+    return !types || (t.operands == types->operands && t.output == types->output && t.compute == types->compute);
+  });
 }
 
 std::vector<std::map<std::string, int64_t>> GemmRunner::candidate_configs(const GemmArgs& a, int count) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda_types.h"
@@ -82,8 +83,9 @@ class GemmRunner {
   // that combination's first heuristic query: 60 to 125 ms each on the H200 (results/h200/
   // 2026-12-04-1bbe993-first-step), one after another from one thread, at once from several.
   // Starts one thread per entry of `types`, each making that first query (its own handle, the
-  // caller's device) on a small shape, and returns at once; the next heuristic query waits for them.
-  // The heuristic answers as it would without them (tests/model/cuda/cublaslt_gemm_test.cpp).
+  // caller's device) on a small shape, and returns at once; a heuristic query of one of these
+  // combinations waits for its thread.
+  // The heuristic answers as it would without them (CudaGemmPrepare, tests/kernels/linear_test.cpp).
   void prepare(const std::vector<GemmTypes>& types);
 
   // Checks shapes, dtypes and 256-byte alignment, then enqueues on `stream`. An epilogue that
@@ -125,7 +127,8 @@ class GemmRunner {
   // cublasLtMatmulAlgoGetHeuristic with this runner's workspace limit; `returned` is how many.
   static cublasStatus_t query_heuristic(cublasLtHandle_t handle, const Plan& plan, int wanted,
                                         cublasLtMatmulHeuristicResult_t* results, int& returned);
-  void finish_preparing();  // waits for prepare()'s threads
+  // Waits for prepare()'s thread of `types`, or for all of them.
+  void finish_preparing(std::optional<GemmTypes> types = std::nullopt);
   Plan& plan_for(const GemmArgs& args, cudaStream_t stream = nullptr);
   void matmul(Plan& plan, const GemmArgs& args, cudaStream_t stream);
   int tune(const Plan& plan, const GemmArgs& args, const cublasLtMatmulHeuristicResult_t* results, int count,
@@ -138,7 +141,7 @@ class GemmRunner {
   bool unfused_epilogues_ = false;
   std::optional<GemmPlan> gemm_plan_;
   std::optional<int> forced_candidate_;
-  std::vector<std::jthread> preparing_;  // prepare()'s threads, joined by finish_preparing()
+  std::vector<std::pair<GemmTypes, std::jthread>> preparing_;  // prepare()'s, joined by finish_preparing()
 };
 
 }  // namespace dit::cuda
