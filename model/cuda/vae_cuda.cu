@@ -42,6 +42,7 @@
 #include "model/cuda/device_arena.h"
 #include "core/cublaslt_library.h"
 #include "core/error.h"
+#include "core/half.h"
 #include "core/safetensors.h"
 #include "model/cuda/vae_cuda_conv.h"
 #include "model/cuda/vae_cuda_matmul.h"
@@ -98,8 +99,7 @@ class WeightStaging {
   }
 
   size_t add(const std::vector<float>& values, DeviceDtype dtype) {
-    const size_t offset = cuda::align_up(bytes_.size());
-    bytes_.resize(offset + values.size() * cuda::dtype_bytes(dtype));
+    const size_t offset = append_zeros(values.size() * cuda::dtype_bytes(dtype));
     std::byte* out = bytes_.data() + offset;
     if (dtype == DeviceDtype::f32) {
       std::memcpy(out, values.data(), values.size() * 4);
@@ -115,23 +115,46 @@ class WeightStaging {
   }
   size_t add(const std::vector<float>& values) { return add(values, dtype_); }
 
-  // PyTorch [Cout, Cin, k, k] -> [Cout_pad, k, k, Cin_pad] (zero padded), bias [Cout_pad].
+  // PyTorch [Cout, Cin, k, k] -> [Cout_pad, k, k, Cin_pad] (zero padded), bias [Cout_pad]. Each
+  // (output channel, tap) row of Cin values is gathered and narrowed straight into the image,
+  // rows split over the cores: a float32 copy of the packed weight would cost a page fault per
+  // 4 KB of fresh memory, and the narrowing a second pass (results/h200/2026-12-04-2d451d1-load).
   ConvParams conv(const VaeWeights& weights, const std::string& prefix, int in_pad, int out_pad,
                   const Tensor* extra_bias = nullptr) {
     const Tensor& w = weights.at(prefix + "weight");
     const Tensor& b = weights.at(prefix + "bias");
     const int out = static_cast<int>(w.shape[0]), in = static_cast<int>(w.shape[1]), k = static_cast<int>(w.shape[2]);
-    std::vector<float> packed(static_cast<size_t>(out_pad) * k * k * in_pad, 0.0f);
-#pragma omp parallel for schedule(static) if (static_cast <int64_t>(out) * in * k * k > 65536)
-    for (int o = 0; o < out; ++o)
-      for (int i = 0; i < in; ++i)
-        for (int t = 0; t < k * k; ++t)
-          packed[(static_cast<size_t>(o) * k * k + t) * in_pad + i] =
-              w.data[(static_cast<size_t>(o) * in + i) * k * k + t];
+    const int taps = k * k;
+    const size_t element = cuda::dtype_bytes(dtype_);
+    const size_t offset = append_zeros(static_cast<size_t>(out_pad) * taps * in_pad * element);
+    std::byte* image = bytes_.data() + offset;
+    const DeviceDtype dtype = dtype_;
+    const float* source = w.data.data();
+    const int64_t rows = static_cast<int64_t>(out) * taps;
+#pragma omp parallel if (rows * in > 65536)
+    {
+      std::vector<float> row(static_cast<size_t>(in));
+      std::vector<uint16_t> narrowed(dtype == DeviceDtype::f32 ? 0 : static_cast<size_t>(in));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t o = r / taps, t = r % taps;
+        for (int i = 0; i < in; ++i) row[static_cast<size_t>(i)] = source[(o * in + i) * taps + t];
+        std::byte* target = image + static_cast<size_t>(r) * in_pad * element;
+        if (dtype == DeviceDtype::f32) {
+          std::memcpy(target, row.data(), static_cast<size_t>(in) * sizeof(float));
+          continue;
+        }
+        if (dtype == DeviceDtype::f16)
+          floats_to_f16_bits_serial(row.data(), narrowed.data(), static_cast<size_t>(in));
+        else
+          floats_to_bf16_bits_serial(row.data(), narrowed.data(), static_cast<size_t>(in));
+        std::memcpy(target, narrowed.data(), static_cast<size_t>(in) * sizeof(uint16_t));
+      }
+    }
     std::vector<float> bias(out_pad, 0.0f);
     for (int o = 0; o < out; ++o) bias[o] = b.data[o] + (extra_bias ? extra_bias->data[o] : 0.0f);
     ConvParams params;
-    params.weight = add(packed);
+    params.weight = offset;
     params.bias = add(bias, DeviceDtype::f32);
     if (fused_bias_) params.fused_bias = add(bias);  // rounded once from the float32 sum above
     params.in_channels = in_pad;
@@ -149,6 +172,13 @@ class WeightStaging {
   std::vector<std::byte> take_bytes() { return std::move(bytes_); }
 
  private:
+  // `count` zero bytes at the next aligned offset of the image; returns that offset.
+  size_t append_zeros(size_t count) {
+    const size_t offset = cuda::align_up(bytes_.size());
+    bytes_.resize(offset + count);
+    return offset;
+  }
+
   DeviceDtype dtype_;
   bool fused_bias_;
   std::vector<std::byte> bytes_;
