@@ -46,33 +46,26 @@
 #include "core/safetensors.h"
 #include "model/cuda/vae_cuda_conv.h"
 #include "model/cuda/vae_cuda_matmul.h"
+#include "model/cuda/vae_weight_staging.h"
 #include "model/vae_layout.h"
 
 namespace dit {
 namespace {
 
+using cuda::ConvParams;
 using cuda::ConvShape;
 using cuda::CudnnConv;
 using cuda::DeviceDtype;
 using cuda::LtMatmul;
 using cuda::MatmulShape;
+using cuda::NormParams;
+using cuda::WeightStaging;
 
 constexpr int kPaddedChannels = 8;                            // latent and RGB channels on the device
 constexpr int64_t kScoresBudgetElements = int64_t{64} << 20;  // attention scores held at once
 
 int padded(int channels) { return (channels + kPaddedChannels - 1) / kPaddedChannels * kPaddedChannels; }
 
-// Offsets into the device copy of the weights (one upload, one allocation).
-struct ConvParams {
-  size_t weight = 0, bias = 0;  // [Cout, k, k, Cin] storage type, [Cout] float32
-  // The same bias [Cout] in the 16-bit storage type, for cuDNN's fused call; staged only when
-  // the decoder fuses biases.
-  std::optional<size_t> fused_bias;
-  int in_channels = 0, out_channels = 0, kernel = 0;
-};
-struct NormParams {
-  size_t gamma = 0, beta = 0;  // [C] float32
-};
 struct ResnetParams {
   NormParams norm1, norm2;
   ConvParams conv1, conv2, shortcut;  // shortcut's bias = conv_shortcut.bias + conv2.bias
@@ -86,103 +79,6 @@ struct AttentionParams {
 struct UpBlockParams {
   std::vector<ResnetParams> resnets;
   std::optional<ConvParams> upsampler;
-};
-
-// Host image of the device weights, built parameter by parameter. With `fused_bias`, each
-// convolution's bias is staged twice: float32 for the bias kernel, the storage type for cuDNN.
-class WeightStaging {
- public:
-  // `reserve_bytes`: about what the staged image will hold, so that it grows without copies.
-  explicit WeightStaging(DeviceDtype dtype, bool fused_bias = false, size_t reserve_bytes = 0)
-      : dtype_(dtype), fused_bias_(fused_bias) {
-    bytes_.reserve(reserve_bytes);
-  }
-
-  size_t add(const std::vector<float>& values, DeviceDtype dtype) {
-    const size_t offset = append_zeros(values.size() * cuda::dtype_bytes(dtype));
-    std::byte* out = bytes_.data() + offset;
-    if (dtype == DeviceDtype::f32) {
-      std::memcpy(out, values.data(), values.size() * 4);
-    } else {
-      narrowed_.resize(values.size());
-      if (dtype == DeviceDtype::f16)
-        floats_to_f16_bits(values.data(), narrowed_.data(), values.size());
-      else
-        floats_to_bf16_bits(values.data(), narrowed_.data(), values.size());
-      std::memcpy(out, narrowed_.data(), values.size() * 2);
-    }
-    return offset;
-  }
-  size_t add(const std::vector<float>& values) { return add(values, dtype_); }
-
-  // PyTorch [Cout, Cin, k, k] -> [Cout_pad, k, k, Cin_pad] (zero padded), bias [Cout_pad]. Each
-  // (output channel, tap) row of Cin values is gathered and narrowed straight into the image,
-  // rows split over the cores: a float32 copy of the packed weight would cost a page fault per
-  // 4 KB of fresh memory, and the narrowing a second pass (results/h200/2026-12-04-2d451d1-load).
-  ConvParams conv(const VaeWeights& weights, const std::string& prefix, int in_pad, int out_pad,
-                  const Tensor* extra_bias = nullptr) {
-    const Tensor& w = weights.at(prefix + "weight");
-    const Tensor& b = weights.at(prefix + "bias");
-    const int out = static_cast<int>(w.shape[0]), in = static_cast<int>(w.shape[1]), k = static_cast<int>(w.shape[2]);
-    const int taps = k * k;
-    const size_t element = cuda::dtype_bytes(dtype_);
-    const size_t offset = append_zeros(static_cast<size_t>(out_pad) * taps * in_pad * element);
-    std::byte* image = bytes_.data() + offset;
-    const DeviceDtype dtype = dtype_;
-    const float* source = w.data.data();
-    const int64_t rows = static_cast<int64_t>(out) * taps;
-#pragma omp parallel if (rows * in > 65536)
-    {
-      std::vector<float> row(static_cast<size_t>(in));
-      std::vector<uint16_t> narrowed(dtype == DeviceDtype::f32 ? 0 : static_cast<size_t>(in));
-#pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        const int64_t o = r / taps, t = r % taps;
-        for (int i = 0; i < in; ++i) row[static_cast<size_t>(i)] = source[(o * in + i) * taps + t];
-        std::byte* target = image + static_cast<size_t>(r) * in_pad * element;
-        if (dtype == DeviceDtype::f32) {
-          std::memcpy(target, row.data(), static_cast<size_t>(in) * sizeof(float));
-          continue;
-        }
-        if (dtype == DeviceDtype::f16)
-          floats_to_f16_bits_serial(row.data(), narrowed.data(), static_cast<size_t>(in));
-        else
-          floats_to_bf16_bits_serial(row.data(), narrowed.data(), static_cast<size_t>(in));
-        std::memcpy(target, narrowed.data(), static_cast<size_t>(in) * sizeof(uint16_t));
-      }
-    }
-    std::vector<float> bias(out_pad, 0.0f);
-    for (int o = 0; o < out; ++o) bias[o] = b.data[o] + (extra_bias ? extra_bias->data[o] : 0.0f);
-    ConvParams params;
-    params.weight = offset;
-    params.bias = add(bias, DeviceDtype::f32);
-    if (fused_bias_) params.fused_bias = add(bias);  // rounded once from the float32 sum above
-    params.in_channels = in_pad;
-    params.out_channels = out_pad;
-    params.kernel = k;
-    return params;
-  }
-
-  NormParams norm(const VaeWeights& weights, const std::string& prefix) {
-    return {add(weights.at(prefix + "weight").data, DeviceDtype::f32),
-            add(weights.at(prefix + "bias").data, DeviceDtype::f32)};
-  }
-
-  const std::vector<std::byte>& bytes() const { return bytes_; }
-  std::vector<std::byte> take_bytes() { return std::move(bytes_); }
-
- private:
-  // `count` zero bytes at the next aligned offset of the image; returns that offset.
-  size_t append_zeros(size_t count) {
-    const size_t offset = cuda::align_up(bytes_.size());
-    bytes_.resize(offset + count);
-    return offset;
-  }
-
-  DeviceDtype dtype_;
-  bool fused_bias_;
-  std::vector<std::byte> bytes_;
-  std::vector<uint16_t> narrowed_;  // 16-bit images of the tensor being added
 };
 
 struct GraphExecDestroy {
