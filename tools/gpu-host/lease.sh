@@ -375,8 +375,12 @@ stage_hashes() {
     before=$work/before/$rev
     git worktree add -q --detach "$before" "$rev" || return 1
     git -C "$before" log -1 --format="before: %h %s" | tee -a "$h/sides.txt"
-    (cd "$before" && cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)" \
-        --target dit-quality bench_e2e) >"$h/build-$rev.log" 2>&1 || { tail -30 "$h/build-$rev.log"; return 1; }
+    # output-hashes.sh renders with dit-quality-render where the build has one: build it in
+    # trees that define it (older ones render through dit-quality itself).
+    (cd "$before" && cmake --preset a5500 -G Ninja && targets=(dit-quality bench_e2e) \
+      && { ! cmake --build --preset a5500 --target help | grep -q '^dit-quality-render:' || targets+=(dit-quality-render); } \
+      && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)" --target "${targets[@]}") \
+      >"$h/build-$rev.log" 2>&1 || { tail -30 "$h/build-$rev.log"; return 1; }
     bash tools/gpu-host/output-hashes.sh "$before/build/a5500" "$h/$rev.tsv" "$work/hash-runs/$rev" || return 1
     python3 tools/gpu-host/compare-hashes.py "$h/$rev.tsv" "$h/after.tsv" | tee "$h/compare-$rev.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
