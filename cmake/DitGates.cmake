@@ -135,8 +135,13 @@ function(dit_add_gate)
   set_tests_properties(${gate_tests} PROPERTIES FIXTURES_REQUIRED "quality.${arg_SET};quality.${arg_SET}.baseline"
     SKIP_RETURN_CODE 77)
   if(arg_GPU)
-    foreach(test_name IN LISTS render_test baseline_test gate_tests)
+    # The render and the baseline run the model; a gate only asks the device its name (whose
+    # floors apply), so the gates share the GPU and run side by side.
+    foreach(test_name IN LISTS render_test baseline_test)
       _dit_mark_gpu_test(${test_name})
+    endforeach()
+    foreach(test_name IN LISTS gate_tests)
+      _dit_mark_gpu_test(${test_name} SHARED)
     endforeach()
   endif()
   list(LENGTH gate_tests gate_count)

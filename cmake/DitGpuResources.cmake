@@ -1,9 +1,12 @@
 # CTest over the host's GPUs. At configure time the build lists its GPUs (DIT_CTEST_GPUS) and
 # writes <build>/ctest-resources.json, the resource specification every ctest run of the build
-# reads (CTEST_RESOURCE_SPEC_FILE: a preset run or a plain one). With GPUs, each GPU test declares
-# RESOURCE_GROUPS "gpus:1" (_dit_mark_gpu_test, DitHelpers.cmake): CTest runs as many GPU tests
-# at once as there are GPUs, each started with one GPU's index, which the test's process turns
-# into CUDA_VISIBLE_DEVICES (core/ctest_gpu.h); tests that time keep RUN_SERIAL. With none (CI,
+# reads (CTEST_RESOURCE_SPEC_FILE: a preset run or a plain one). With GPUs, each GPU has
+# DIT_CTEST_GPU_SLOTS slots; a GPU test declares RESOURCE_GROUPS "gpus:<all of them>"
+# (_dit_mark_gpu_test, DitHelpers.cmake), so CTest runs as many GPU tests at once as there are
+# GPUs, and a test that only names its GPU (the quality gates: which device's floors apply)
+# declares "gpus:1" (SHARED): up to that many of them share one GPU, never beside a test that
+# holds it whole. Each starts with its GPU's index, which the test's process turns into
+# CUDA_VISIBLE_DEVICES (core/ctest_gpu.h); tests that time keep RUN_SERIAL. With none (CI,
 # a CPU build, a machine without a driver) the specification lists none and GPU tests keep the one
 # `gpu` lock and skip as before (a test that asks for a GPU the specification lacks would be
 # reported as not run, not skipped).
@@ -13,6 +16,9 @@ include_guard(GLOBAL)
 
 set(DIT_CTEST_GPUS "auto" CACHE STRING "GPUs CTest hands to GPU tests: auto, none, or nvidia-smi indices (0;1)")
 set(DIT_CTEST_RESOURCE_SPEC "${PROJECT_BINARY_DIR}/ctest-resources.json")
+# Slots per GPU: how many SHARED tests one GPU takes at once (core/ctest_gpu.h's kCtestGpuSlots,
+# which `dit-ar doctor` writes; tests/tools/ctest_resources_test.cmake checks they agree).
+set(DIT_CTEST_GPU_SLOTS 4)
 
 # The indices DIT_CTEST_GPUS names, into `out` (empty: none). `query` is nvidia-smi's answer,
 # one index per line, for `auto` (a parameter, so a test can give one without a GPU).
@@ -42,11 +48,11 @@ function(dit_ctest_gpu_ids setting query visible out)
   set(${out} "${ids}" PARENT_SCOPE)
 endfunction()
 
-# The CTest resource specification of `ids`: one slot per GPU.
+# The CTest resource specification of `ids`: DIT_CTEST_GPU_SLOTS slots per GPU.
 function(dit_write_ctest_resource_spec path ids)
   set(entries "")
   foreach(id IN LISTS ids)
-    list(APPEND entries "{\"id\": \"${id}\", \"slots\": 1}")
+    list(APPEND entries "{\"id\": \"${id}\", \"slots\": ${DIT_CTEST_GPU_SLOTS}}")
   endforeach()
   list(JOIN entries ", " joined)
   file(WRITE "${path}" "{\"version\": {\"major\": 1, \"minor\": 0}, \"local\": [{\"gpus\": [${joined}]}]}\n")

@@ -19,15 +19,22 @@ set(DIT_SKIP_RETURN_CODE 77)
 
 include(${CMAKE_CURRENT_LIST_DIR}/DitGpuResources.cmake)
 
-# A GPU test takes one of the GPUs the build's CTest resource specification lists
-# (DitGpuResources.cmake), or, with none listed, the one `gpu` lock.
+# A GPU test takes one of the GPUs the build's CTest resource specification lists whole (all its
+# DIT_CTEST_GPU_SLOTS slots, DitGpuResources.cmake), or, with none listed, the one `gpu` lock.
+# SHARED: a test that only asks the GPU its name takes one slot, beside other such tests, and
+# with none listed no lock.
 function(_dit_mark_gpu_test test_name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "SHARED" "" "")
   set_property(TEST ${test_name} APPEND PROPERTY LABELS gpu)
   set_property(TEST ${test_name} PROPERTY SKIP_RETURN_CODE ${DIT_SKIP_RETURN_CODE})
   # Compared with the empty string: a one-GPU host's list is "0", which if() reads as false.
   if(NOT DIT_CTEST_GPU_IDS STREQUAL "")
-    set_property(TEST ${test_name} PROPERTY RESOURCE_GROUPS "gpus:1")
-  else()
+    if(arg_SHARED)
+      set_property(TEST ${test_name} PROPERTY RESOURCE_GROUPS "gpus:1")
+    else()
+      set_property(TEST ${test_name} PROPERTY RESOURCE_GROUPS "gpus:${DIT_CTEST_GPU_SLOTS}")
+    endif()
+  elseif(NOT arg_SHARED)
     set_property(TEST ${test_name} PROPERTY RESOURCE_LOCK gpu)
   endif()
 endfunction()

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include "core/error.h"
@@ -12,7 +13,7 @@ namespace {
 [[noreturn]] void refuse(const std::string& what) {
   throw Error(
       ErrorKind::invalid_argument,
-      what + " (a GPU test takes one slot of one GPU: RESOURCE_GROUPS \"gpus:1\", cmake/DitGpuResources.cmake)");
+      what + " (a GPU test takes slots of one GPU: RESOURCE_GROUPS \"gpus:<slots>\", cmake/DitGpuResources.cmake)");
 }
 
 bool is_decimal(std::string_view text) {
@@ -27,14 +28,18 @@ std::optional<std::string> ctest_gpu_index(const char* group_count, const char* 
   if (std::string_view(group_count) != "1")
     refuse("CTEST_RESOURCE_GROUP_COUNT is '" + std::string(group_count) + "', not 1");
   if (group_gpus == nullptr) refuse("CTEST_RESOURCE_GROUP_0_GPUS is unset");
-  // "id:<n>,slots:1": one GPU; two GPUs would read "id:0,slots:1;id:1,slots:1".
+  // "id:<n>,slots:<k>": one GPU; two GPUs would read "id:0,slots:4;id:1,slots:4".
   const std::string_view text(group_gpus);
-  const std::string_view prefix = "id:", suffix = ",slots:1";
-  if (text.size() <= prefix.size() + suffix.size() || text.substr(0, prefix.size()) != prefix ||
-      text.substr(text.size() - suffix.size()) != suffix)
-    refuse("CTEST_RESOURCE_GROUP_0_GPUS is '" + std::string(text) + "', not id:<index>,slots:1");
-  const std::string_view id = text.substr(prefix.size(), text.size() - prefix.size() - suffix.size());
+  const std::string_view prefix = "id:", separator = ",slots:";
+  const size_t at = text.find(separator);
+  if (text.substr(0, prefix.size()) != prefix || at == std::string_view::npos)
+    refuse("CTEST_RESOURCE_GROUP_0_GPUS is '" + std::string(text) + "', not id:<index>,slots:<count>");
+  const std::string_view id = text.substr(prefix.size(), at - prefix.size());
+  const std::string_view slots = text.substr(at + separator.size());
   if (!is_decimal(id)) refuse("CTEST_RESOURCE_GROUP_0_GPUS names GPU '" + std::string(id) + "', not a decimal index");
+  if (!is_decimal(slots) || std::stoi(std::string(slots)) < 1 || std::stoi(std::string(slots)) > kCtestGpuSlots)
+    refuse("CTEST_RESOURCE_GROUP_0_GPUS holds '" + std::string(slots) + "' slots, not 1 to " +
+           std::to_string(kCtestGpuSlots));
   return std::string(id);
 }
 

@@ -17,6 +17,7 @@
 #include "driver/sandbox.h"
 
 #include "driver/environment_capture.h"
+#include "core/ctest_gpu.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
@@ -86,14 +87,15 @@ void report_floors(const Config& config, const nlohmann::json& document, std::ve
   }
 }
 
-// CTest's view of the GPUs: doctor writes the host's own resource specification (one slot per
-// CUDA device, indices in nvidia-smi's PCI order, the format cmake/DitGpuResources.cmake writes)
+// CTest's view of the GPUs: doctor writes the host's own resource specification (kCtestGpuSlots
+// slots per CUDA device, indices in nvidia-smi's PCI order, the format cmake/DitGpuResources.cmake writes)
 // into the state directory, and compares each GPU lane's build's specification with it: a build
 // configured elsewhere, or before a GPU was added, hands out fewer GPUs than the host has.
 void report_ctest_gpus(const Config& config, const nlohmann::json& document, std::vector<std::string>& warnings) {
   const int devices = document["cuda_runtime"].value("device_count", 0);
   nlohmann::json gpus = nlohmann::json::array();
-  for (int index = 0; index < devices; ++index) gpus.push_back({{"id", std::to_string(index)}, {"slots", 1}});
+  for (int index = 0; index < devices; ++index)
+    gpus.push_back({{"id", std::to_string(index)}, {"slots", kCtestGpuSlots}});
   const fs::path host_spec = config.state_dir / "ctest-resources.json";
   write_json_atomic(host_spec, {{"version", {{"major", 1}, {"minor", 0}}}, {"local", {{{"gpus", gpus}}}}},
                     ParentFolders::create);

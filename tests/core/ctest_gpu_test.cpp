@@ -19,7 +19,9 @@ struct Case {
   bool refused;
 };
 
-TEST(CtestGpu, ReadsOneSlotOfOneGpu) {
+static_assert(kCtestGpuSlots == 4, "the table's whole-GPU row below holds 4 slots");
+
+TEST(CtestGpu, ReadsSlotsOfOneGpu) {
   const Case cases[] = {
       {nullptr, nullptr, std::nullopt, false},
       {nullptr, "id:3,slots:1", std::nullopt, false},  // no group count: not started by CTest's allocator
@@ -29,7 +31,13 @@ TEST(CtestGpu, ReadsOneSlotOfOneGpu) {
       {"1", nullptr, std::nullopt, true},
       {"2", "id:0,slots:1", std::nullopt, true},
       {"0", nullptr, std::nullopt, false},  // a test without resource groups, in a run with a specification
-      {"1", "id:0,slots:2", std::nullopt, true},
+      {"1", "id:0,slots:2", "0", false},
+      {"1", "id:5,slots:4", "5", false},  // kCtestGpuSlots: a test that holds the GPU whole
+      {"1", "id:0,slots:5", std::nullopt, true},
+      {"1", "id:0,slots:0", std::nullopt, true},
+      {"1", "id:0,slots:", std::nullopt, true},
+      {"1", "id:0,slots:x", std::nullopt, true},
+      {"1", "id:0", std::nullopt, true},
       {"1", "id:0,slots:1;id:1,slots:1", std::nullopt, true},
       {"1", "id:gpu_a,slots:1", std::nullopt, true},
       {"1", "id:,slots:1", std::nullopt, true},
