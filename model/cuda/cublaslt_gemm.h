@@ -80,8 +80,8 @@ class GemmRunner {
   GemmRunner& operator=(const GemmRunner&) = delete;
 
   // cuBLASLt readies its algorithms for a combination of operand, output and compute types at
-  // that combination's first heuristic query: 60 to 125 ms each on the H200 (results/h200/
-  // 2026-12-04-1bbe993-first-step), one after another from one thread, at once from several.
+  // that combination's first heuristic query: 60 to 125 ms each on an H200 (measured 2026-12-04),
+  // one after another from one thread, at once from several.
   // Starts one thread per entry of `types`, each making that first query (its own handle, the
   // caller's device) on a small shape, and returns at once; a heuristic query of one of these
   // combinations waits for its thread.
