@@ -58,14 +58,29 @@ function(dit_write_ctest_resource_spec path ids)
   file(WRITE "${path}" "{\"version\": {\"major\": 1, \"minor\": 0}, \"local\": [{\"gpus\": [${joined}]}]}\n")
 endfunction()
 
+# nvidia-smi's answer is kept in the cache with the GPU device nodes it was given for
+# (DIT_CTEST_GPU_NODES, /dev/nvidia<N>): a configure that finds the same nodes reuses it, since
+# starting nvidia-smi costs a fraction of a second of every configure and dit-ar configures every
+# experiment's build. A GPU added or taken away changes the nodes, and nvidia-smi is asked again.
+set(DIT_CTEST_GPU_NODES "/dev/nvidia[0-9]*" CACHE STRING "the device nodes whose set keys the cached nvidia-smi answer")
 set(query "")
 if(DIT_WITH_CUDA AND DIT_CTEST_GPUS STREQUAL "auto")
   find_program(DIT_NVIDIA_SMI nvidia-smi)
-  if(DIT_NVIDIA_SMI)
+  file(GLOB nodes "${DIT_CTEST_GPU_NODES}")
+  list(SORT nodes)
+  string(SHA256 nodes_key "${DIT_NVIDIA_SMI}|${nodes}")
+  if(DEFINED DIT_CTEST_GPU_QUERY_KEY AND DIT_CTEST_GPU_QUERY_KEY STREQUAL nodes_key)
+    set(query "${DIT_CTEST_GPU_QUERY}")
+  elseif(DIT_NVIDIA_SMI)
     execute_process(COMMAND "${DIT_NVIDIA_SMI}" --query-gpu=index --format=csv,noheader
                     OUTPUT_VARIABLE query RESULT_VARIABLE smi_status ERROR_QUIET TIMEOUT 30)
-    if(NOT smi_status STREQUAL "0")
-      set(query "")
+    if(smi_status STREQUAL "0")
+      string(REGEX MATCHALL "[0-9]+" kept_indices "${query}")  # a cache entry holds no newline
+      set(DIT_CTEST_GPU_QUERY "${kept_indices}" CACHE INTERNAL "nvidia-smi's GPU indices")
+      set(DIT_CTEST_GPU_QUERY_KEY "${nodes_key}" CACHE INTERNAL "the nodes and nvidia-smi they were asked with")
+    else()
+      set(query "")  # not kept: asked again at the next configure
+      unset(DIT_CTEST_GPU_QUERY_KEY CACHE)
     endif()
   endif()
 endif()

@@ -3,7 +3,8 @@
 # whose four "GPU tests" (_dit_mark_gpu_test) run under ctest -j 4 with two GPUs listed: each gets
 # an allocation, both GPUs are used, and no two tests hold the same GPU at once. Listed with none,
 # the same tests carry the one `gpu` lock and no resource groups. With GPU 0 alone (a one-GPU host,
-# whose list "0" a bare if() reads as false), they take resource groups, one at a time.
+# whose list "0" a bare if() reads as false), they take resource groups, one at a time; marked
+# SHARED, side by side. A fake nvidia-smi is started again only when the GPU device nodes change.
 #   cmake -DSOURCE_DIR=<repository> -DWORK_DIR=<scratch> -P ctest_resources_test.cmake
 cmake_minimum_required(VERSION 3.25)
 file(REMOVE_RECURSE "${WORK_DIR}")
@@ -166,6 +167,41 @@ endforeach()
     expect(NOT clash MESSAGE "no two tests held one GPU at once")
   endif()
 endforeach()
+
+# nvidia-smi is asked once per set of GPU device nodes: a fake nvidia-smi that counts its starts,
+# and fake nodes.
+set(fake "${WORK_DIR}/fake-smi")
+file(MAKE_DIRECTORY "${fake}/nodes" "${fake}/src")
+file(WRITE "${fake}/nvidia-smi" "#!/bin/sh\necho started >> \"${fake}/starts\"\nprintf '0\\n1\\n'\n")
+file(CHMOD "${fake}/nvidia-smi" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
+file(WRITE "${fake}/nodes/nvidia0" "")
+file(WRITE "${fake}/src/CMakeLists.txt" "cmake_minimum_required(VERSION 3.25)
+project(query NONE)
+set(DIT_WITH_CUDA ON)
+include(\"${SOURCE_DIR}/cmake/DitGpuResources.cmake\")
+message(STATUS \"ids: \${DIT_CTEST_GPU_IDS}\")
+")
+macro(configure_with_fake_smi label expected_starts)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env --unset=CUDA_VISIBLE_DEVICES "${CMAKE_COMMAND}" -S "${fake}/src"
+                          -B "${fake}/build" "-DDIT_NVIDIA_SMI=${fake}/nvidia-smi"
+                          "-DDIT_CTEST_GPU_NODES=${fake}/nodes/nvidia[0-9]*"
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE error)
+  set(starts 0)
+  if(EXISTS "${fake}/starts")
+    file(STRINGS "${fake}/starts" start_lines)
+    list(LENGTH start_lines starts)
+  endif()
+  string(FIND "${out}" "ids: 0;1" listed)
+  expect(status EQUAL 0 AND listed GREATER -1 AND starts EQUAL ${expected_starts}
+         MESSAGE "${label}: GPUs 0 and 1, nvidia-smi started ${starts} time(s) in all, ${expected_starts} expected")
+endmacro()
+configure_with_fake_smi("first configure" 1)
+configure_with_fake_smi("reconfigure, same nodes" 1)
+file(WRITE "${fake}/nodes/nvidia1" "")
+configure_with_fake_smi("a node added" 2)
+configure_with_fake_smi("reconfigure after it" 2)
+file(REMOVE "${fake}/nodes/nvidia1")
+configure_with_fake_smi("the node taken away" 3)
 
 if(failures)
   list(LENGTH failures count)
