@@ -240,8 +240,9 @@ void GemmRunner::prepare(const std::vector<GemmTypes>& types) {
         int returned = 0;
         query_heuristic(handle, plan, 1, &result, returned);
         destroy(plan);
-      } catch (const Error&) {
-        // a descriptor cuBLASLt refused: the real plan reports it
+      } catch (...) {
+        // a descriptor cuBLASLt refused (or no memory for it): the real plan reports it; an
+        // exception must not leave a std::jthread
       }
       cublasLtDestroy(handle);
     });
