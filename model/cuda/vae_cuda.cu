@@ -42,7 +42,6 @@
 #include "model/cuda/device_arena.h"
 #include "core/cublaslt_library.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "core/safetensors.h"
 #include "model/cuda/vae_cuda_conv.h"
 #include "model/cuda/vae_cuda_matmul.h"
