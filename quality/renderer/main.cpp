@@ -5,11 +5,12 @@
 // `render` writes to --out, else <--run-dir>/<set>/render, else $DIT_OUTPUT_DIR/quality/<set>/render
 // (the candidate's test stage), else <--default-run-dir>/<set>/render. Of the environment it reads
 // DIT_OUTPUT_DIR and DIT_REQUIRE_GPU, no other DIT_* variable.
-// Determinism: after rendering every case once, `render` runs itself again (/proc/self/exe, the
-// same arguments and environment, plus the hidden --determinism-pass FILE) and waits for it: that
-// fresh process (a new engine, a new CUDA context) renders every case once more and writes only the
-// per-case output_sha256 to FILE, a file in a temporary folder under TMPDIR that the parent removes,
-// never in the render directory. A case is deterministic when both processes gave the same bytes.
+// Determinism: `render` runs itself again (/proc/self/exe, the same arguments and environment, plus
+// the hidden --determinism-pass FILE), on the GPU beside its own render of every case, on the CPU
+// after it, and waits for it: that fresh process (a new engine, a new CUDA context) renders every
+// case once more and writes only the per-case output_sha256 to FILE, a file in a temporary folder
+// under TMPDIR that the parent removes, never in the render directory. A case is deterministic when
+// both processes gave the same bytes.
 // `calibrate --write-contract PATH` writes the proposed floors into the contract at PATH.
 // Every checkpoint a case renders from (its own or the set's: --weights, gate-sets.json) is hashed
 // before anything is rendered; a missing one or one of another sha256 is exit 2, nothing written.

@@ -66,14 +66,20 @@ WeightsUsed weights_used(const Case& c, const RenderSettings& settings);
 using SecondRender = std::function<std::map<std::string, std::string>()>;
 
 // Renders every case of `corpus` once into `out_dir` (created; files of earlier renders
-// replaced), releases the engine, then calls `second_render` and writes render.json: a case is
-// deterministic when the second render's hash equals the first's. dit-quality-render passes a
-// second render in a fresh process of its own (main.cpp, --determinism-pass): a new engine and, on
-// the GPU, a new CUDA context, so state that survives inside one process (a cached plan, a
-// captured graph, an uninitialised buffer that happens to repeat) cannot make two renders agree.
-// Throws dit::Error when a case cannot be rendered.
+// replaced) and calls `second_render`, then writes render.json: a case is deterministic when the
+// second render's hash equals the first's. dit-quality-render passes a second render in a fresh
+// process of its own (main.cpp, --determinism-pass): a new engine and, on the GPU, a new CUDA
+// context, so state that survives inside one process (a cached plan, a captured graph, an
+// uninitialised buffer that happens to repeat) cannot make two renders agree. On the GPU the second
+// render starts beside the first (second_render_beside): most of a gate set's render is each
+// process's own setup (the context, the weights, the plans, a changed kernel module's JIT), which
+// then overlaps instead of adding up; on the CPU it starts after the first has released the engine,
+// since each would use every core. Throws dit::Error when a case cannot be rendered.
 RenderManifest render_corpus(const Corpus& corpus, const std::string& set, const RenderSettings& settings,
                              const std::string& out_dir, const SecondRender& second_render);
+
+// Whether render_corpus starts the second render beside the first: on the GPU backend only.
+bool second_render_beside(const RenderSettings& settings);
 
 // Renders every case once and returns case id -> output_hash, writing no file: the second render
 // of render_corpus, run by dit-quality-render --determinism-pass.
