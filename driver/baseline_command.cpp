@@ -107,6 +107,7 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
   fs::path run_dir = context.state.create_run_dir(head);
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   place = RunPlace{run_dir, context.state.root()};
+  progress.record_to(run_dir / "progress.jsonl");
   progress.run_started({{"command", "baseline"}, {"commit", head}, {"lane", lane.name}, {"gpu", record.gpu}},
                        "dit-ar baseline " + short_id(head) + " (lane " + lane.name + ", on " + record.gpu + ")");
   // No baseline is recorded in the session, so whatever the folder holds is what an earlier,
@@ -249,10 +250,8 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
                              {"exit_code", exit_code(record.status)},
                              {"record", record.to_json()},
                              {"warnings", warnings}};
-  if (progress.json())
-    progress.decision(result_document(fields, extra));
-  else
-    print_result_block(std::cout, fields, options.json, extra);
+  progress.decision(result_document(fields, extra));  // the run's record, and stdout under json
+  if (!progress.json()) print_result_block(std::cout, fields, options.json, extra);
   return exit_code(record.status);
 }
 

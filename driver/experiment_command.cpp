@@ -87,10 +87,8 @@ void print_report(std::ostream& out, ProgressReporter& progress, const Experimen
                 {"run_dir", record.run_dir}};
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
   const nlohmann::json extra{{"reasons", record.reasons}, {"exit_code", code}, {"record", record.to_json()}};
-  if (progress.json())
-    progress.decision(result_document(fields, extra));
-  else
-    print_result_block(out, fields, json, extra);
+  progress.decision(result_document(fields, extra));  // the run's record, and stdout under json
+  if (!progress.json()) print_result_block(out, fields, json, extra);
 }
 
 // What makes `head` REJECTED without a build: a locked path changed, or a path outside
@@ -208,6 +206,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   record.run_dir = fs::relative(run_dir, context.state.root()).string();
   place = RunPlace{run_dir, context.state.root()};
 
+  progress.record_to(run_dir / "progress.jsonl");
   progress.run_started({{"command", "experiment"},
                         {"commit", head},
                         {"summary", repository.summary(head)},
@@ -249,6 +248,7 @@ int run_experiment(const CommonOptions& options, const ExperimentOptions& experi
   context.state.store_inflight(inflight);
   apply_record(repository, context.state, record);
   context.state.clear_inflight();
+  progress.phase("recorded");
   // The user's edits beside the run end it as a setup error (below), whatever the decision.
   print_report(std::cout, progress, record, record.status == Status::keep ? head : best,
                record.checkout_changes.empty() ? exit_code(record.status) : kExitSetupError, options.json);

@@ -454,6 +454,7 @@ RunFacts run_commit(const RunRequest& request) {
     }
     auto selected = list_tests(request, preset, facts);
     if (!selected) return facts;
+    progress(request).phase("tests listed (" + preset + ")");
     if (request.test_signature) {
       const nlohmann::json expected =
           request.test_signature->contains(preset) ? request.test_signature->at(preset) : nlohmann::json::array();
@@ -498,6 +499,7 @@ RunFacts run_commit(const RunRequest& request) {
         facts.rejections.push_back("the judge changed during the run: " + change);
       for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
         facts.rejections.push_back("the goldens changed during the run: " + change);
+      progress(request).phase("judge verified");
       return facts.rejections.empty();
     };
     const auto run_judges = [&](const std::vector<SelectedTest>& group, const std::string& kind) {

@@ -9,6 +9,8 @@
 #include <regex>
 #include <sstream>
 
+#include "core/error.h"
+
 namespace dit::ar {
 
 namespace fs = std::filesystem;
@@ -161,8 +163,14 @@ ProgressReporter::ProgressReporter(ProgressFormat format, std::ostream& text_out
       warning_out_(warning_out),
       started_(std::chrono::steady_clock::now()) {}
 
+void ProgressReporter::record_to(const std::filesystem::path& file) {
+  std::lock_guard lock(mutex_);
+  record_.open(file, std::ios::app);
+  if (!record_) throw Error(ErrorKind::io, "cannot open " + file.string() + " for the run's progress events");
+}
+
 void ProgressReporter::emit(const std::string& event, nlohmann::json fields) {
-  if (format_ != ProgressFormat::json) return;
+  if (format_ != ProgressFormat::json && !record_.is_open()) return;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   nlohmann::json line{
       {"event", event}, {"time", utc_now_iso8601()}, {"elapsed_s", std::round(elapsed * 1000.0) / 1000.0}};
@@ -174,7 +182,9 @@ void ProgressReporter::emit(const std::string& event, nlohmann::json fields) {
   // Log lines and commit messages can hold anything: invalid UTF-8 is replaced, never thrown on.
   const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::lock_guard lock(mutex_);
-  json_out_ << text << std::flush;
+  if (format_ == ProgressFormat::json) json_out_ << text << std::flush;
+  // The record is the run's, best effort after it opened: a failed write never ends the run.
+  if (record_.is_open()) record_ << text << std::flush;
 }
 
 void ProgressReporter::write_text(const std::string& line) {
@@ -198,7 +208,7 @@ void ProgressReporter::stage_heartbeat(const std::string& stage, const std::stri
                                        const HeartbeatDetail& detail) {
   write_text(stage_column(stage) + "running " + std::to_string(seconds) + " s" +
              (detail.last_line.empty() ? "" : ": " + detail.last_line) + "\n");
-  if (format_ != ProgressFormat::json) return;
+  if (format_ != ProgressFormat::json && !record_.is_open()) return;
   nlohmann::json fields{{"stage", stage}, {"seconds", seconds}};
   if (!preset.empty()) fields["preset"] = preset;
   if (!detail.last_line.empty()) fields["last_line"] = detail.last_line;
@@ -228,7 +238,6 @@ void ProgressReporter::stage_finished(const std::string& stage, const std::strin
            << " s" << (ok ? "" : "  (" + result.describe() + ")") << "\n";
       write_text(line.str());
     }
-    return;
   }
   nlohmann::json fields{
       {"stage", stage}, {"status", ok ? "ok" : "FAILED"}, {"seconds", std::round(result.seconds * 1000.0) / 1000.0}};
@@ -244,6 +253,8 @@ void ProgressReporter::stage_skipped(const std::string& stage, const std::string
   if (!preset.empty()) fields["preset"] = preset;
   emit("stage_finished", std::move(fields));
 }
+
+void ProgressReporter::phase(const std::string& name) { emit("phase", {{"phase", name}}); }
 
 void ProgressReporter::note(const std::string& text) {
   write_text(text + "\n");

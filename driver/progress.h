@@ -34,6 +34,10 @@
 //                      a program that did not start), "detail"? (a failure's description, "exit
 //                      code 2", "killed by signal 9 ...", "timed out ..."; a skip's reason). A
 //                      skipped stage has no stage_started, and "seconds" 0.
+//   "phase"            "phase": a step of the driver's own between the stages, just done
+//                      ("judge build checked", "best build checked", "candidate tree exported",
+//                      "tests listed (<preset>)", "judge verified", "run checked", "recorded");
+//                      no text line
 //   "note", "warning"  "text": what the text output says on a line of its own
 //   "decision"         the fields of the command's --json document (status, commit,
 //                      classification, lane, objective, quality, reasons, exit_code, record,
@@ -43,10 +47,14 @@
 //   "dry_run"          `dit-ar experiment --dry-run`: the fields of its --json document.
 // Stages run one after another: each stage_started is followed by that stage's heartbeats and
 // then its stage_finished before the next stage starts.
+// Whatever --progress says, a run with a folder keeps the same events in <run>/progress.jsonl
+// (record_to), the decision last: when each stage started and ended after the command did, and
+// so what the driver's own work between the stages took.
 #pragma once
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <optional>
 #include <ostream>
@@ -126,12 +134,18 @@ class ProgressReporter {
   void stage_finished(const std::string& stage, const std::string& preset, const ProcessResult& result,
                       const std::optional<std::string>& text = std::nullopt);
   void stage_skipped(const std::string& stage, const std::string& preset, const std::string& reason);
+  // A step of the driver's own just done, as a "phase" event (no text line).
+  void phase(const std::string& name);
   // A line of its own ("  the goldens ... were moved to ..."), as it is printed in text mode.
   void note(const std::string& text);
   // "warning: <text>" (to `warning_out` under none).
   void warning(const std::string& text);
-  // The final record (json mode; a no-op otherwise, where the command prints its report).
+  // The final record: an event in json mode and in the run's record; otherwise the command
+  // prints its report.
   void decision(const nlohmann::json& document);
+  // From now on every event, in any format, is also appended to `file` (the run's
+  // progress.jsonl), flushed per line. A file that cannot be opened is an io dit::Error.
+  void record_to(const std::filesystem::path& file);
   void dry_run(const nlohmann::json& document);
 
  private:
@@ -143,6 +157,7 @@ class ProgressReporter {
   std::ostream& json_out_;
   std::ostream& warning_out_;
   std::chrono::steady_clock::time_point started_;
+  std::ofstream record_;  // the run's progress.jsonl, once record_to named it
   std::mutex mutex_;
 };
 

@@ -158,13 +158,21 @@ void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& 
   RunFacts facts;
   GuardFindings findings;
   RunRequest request = make_request();
-  if (auto failure = ensure_judge_build(context, lane, session, request)) {
-    facts.stage_failure = failure;
-  } else if (auto best_failure = prepare_best_build(context, lane, best, request)) {
+  auto judge_failure = ensure_judge_build(context, lane, session, request);
+  progress.phase("judge build checked");
+  std::optional<std::string> best_failure;
+  if (!judge_failure) {
+    best_failure = prepare_best_build(context, lane, best, request);
+    progress.phase("best build checked");
+  }
+  if (judge_failure) {
+    facts.stage_failure = judge_failure;
+  } else if (best_failure) {
     facts.stage_failure = best_failure;
   } else {
     request = make_request();
     prepare_candidate_tree(context, lane, head);
+    progress.phase("candidate tree exported");
     RunGuard guard(context, session, lane, head, best, coordinated);
     try {
       facts = run_commit(request);
@@ -181,6 +189,7 @@ void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& 
     findings = guard.check();
     facts.rejections.insert(facts.rejections.end(), findings.rejections.begin(), findings.rejections.end());
     guard.repair(findings, run_dir / "checkout-changes");
+    progress.phase("run checked");
     if (findings.best_changed) {
       if (auto rebuild = prepare_best_build(context, lane, best, request))
         progress.warning("rebuilding the best after the run changed it: " + *rebuild);

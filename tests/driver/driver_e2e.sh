@@ -478,6 +478,8 @@ print("\n".join(problems) or f"{len(events)} events: {' '.join(kinds)}")
 sys.exit(1 if problems else 0)
 PY
 expect_discarded "$REFOLD" "$FUSED"
+cmp -s "$LAST" "$(run_dir_of "$(rows)")/progress.jsonl" ||
+  fail "the run folder's progress.jsonl is not the events --progress=json printed"
 
 step "a correctness test broken with the quality intact -> CRASH, the performance gate not run"
 sed -i 's/(seed >> (16 \* k)) \& 0xffff/k/' "$REPO/src/work.cpp"
@@ -492,5 +494,23 @@ expect_text "not run after the failure: test preset fixture-perf"
 expect_discarded "$SEEDLESS" "$FUSED"
 expect_row "$(rows)" CRASH exact "$SEEDLESS"
 [ ! -e "$(run_dir_of "$(rows)")/judge/gates/performance.json" ] || fail "the performance gate ran after a failed test"
+# Under text progress too, the run folder keeps the events: the start first, the CRASH last, and
+# every stage that ended between them with its time.
+python3 - "$(run_dir_of "$(rows)")/progress.jsonl" "$SEEDLESS" <<'PY' || fail "the text run's progress.jsonl is not its events"
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+kinds = [event["event"] for event in events]
+finished = {event["stage"]: event["seconds"] for event in events if event["event"] == "stage_finished"}
+problems = []
+if kinds[0] != "started" or events[0].get("commit") != sys.argv[2]:
+    problems.append(f"the first event is not the run's start: {events[0]}")
+if kinds[-1] != "decision" or events[-1].get("status") != "CRASH" or kinds.count("decision") != 1:
+    problems.append(f"the last event is not the one CRASH decision: {kinds}")
+for stage in ("configure", "build"):
+    if not isinstance(finished.get(stage), (int, float)):
+        problems.append(f"no time for {stage}: {finished}")
+print("\n".join(problems) or f"{len(events)} events recorded")
+sys.exit(1 if problems else 0)
+PY
 
 e2e_finish

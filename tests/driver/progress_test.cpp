@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -13,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "driver/progress.h"
 #include "tests/support/scratch_directory.h"
 
@@ -183,6 +185,42 @@ TEST(ProgressJson, TheCommonKeysAreNotOverwrittenAndInvalidUtf8IsReplaced) {
   EXPECT_NE(events[0]["time"], "then");
   EXPECT_EQ(events[0]["status"], "KEEP");
   EXPECT_EQ(events[1]["last_line"].get<std::string>().substr(0, 4), "bad ");
+}
+
+// Whatever the format, the run's record gets every event from record_to on, the decision too.
+TEST(ProgressRecord, TheRunFolderKeepsTheEventsUnderTextProgress) {
+  const dit::test::ScratchDirectory scratch;
+  const fs::path file = scratch.path() / "progress.jsonl";
+  std::ostringstream text;
+  std::ostringstream json;
+  {
+    ProgressReporter progress(ProgressFormat::text, text, json, text);
+    progress.stage_finished("before", "", exited(0, 1.0));  // before the record: not in it
+    progress.record_to(file);
+    progress.run_started({{"command", "experiment"}, {"commit", "abc"}}, "dit-ar experiment abc");
+    progress.stage_started("build", "p");
+    progress.stage_finished("build", "p", exited(0, 7.25));
+    progress.decision({{"status", "KEEP"}, {"exit_code", 0}});
+  }
+  EXPECT_TRUE(json.str().empty()) << json.str();
+  EXPECT_NE(text.str().find("dit-ar experiment abc"), std::string::npos) << text.str();
+  std::ifstream stream(file);
+  const std::string recorded((std::istreambuf_iterator<char>(stream)), std::istreambuf_iterator<char>());
+  const auto events = json_lines(recorded);
+  ASSERT_EQ(events.size(), 4u) << recorded;
+  EXPECT_EQ(events[0]["event"], "started");
+  EXPECT_EQ(events[1]["event"], "stage_started");
+  EXPECT_EQ(events[2]["stage"], "build");
+  EXPECT_DOUBLE_EQ(events[2]["seconds"].get<double>(), 7.25);
+  EXPECT_EQ(events[3]["event"], "decision");
+  EXPECT_EQ(events[3]["status"], "KEEP");
+  for (const auto& event : events) EXPECT_TRUE(event.contains("elapsed_s")) << event;
+}
+
+TEST(ProgressRecord, AFolderThatCannotHoldItIsAnError) {
+  std::ostringstream sink;
+  ProgressReporter progress(ProgressFormat::none, sink, sink, sink);
+  EXPECT_THROW(progress.record_to("/nonexistent-dit-folder/progress.jsonl"), dit::Error);
 }
 
 // The heartbeat's thread and the main thread at once: every line is whole.
