@@ -1,6 +1,6 @@
 // gemm_candidates: every cuBLASLt algorithm the heuristic offers for the linear layers of
 // DiT-XL/2, timed one by one, beside the one the engine takes (the heuristic's first, as in
-// model/cuda/cublaslt_gemm.cu); for proj and fc2 also the gated residual folded into the epilogue
+// model/cuda/cublaslt_gemm.cpp); for proj and fc2 also the gated residual folded into the epilogue
 // (a per-column alpha vector per batch entry, beta 1, in place), which the engine does not use. A research tool, not a benchmark: it answers "is the heuristic's pick
 // the fast one at this shape on this GPU, and what does the fast one look like" (tile, stages,
 // split-K, swizzle), which a deterministic per-shape choice can then encode. The engine never

@@ -1,4 +1,4 @@
-// gemm_plan: measures a GEMM plan (model/cuda/gemm_plan.h) for the running GPU and writes it. It
+// gemm_plan: measures a GEMM plan (model/gemm_plan.h) for the running GPU and writes it. It
 // builds the CUDA DiT (seeded random weights unless --weights is given: timing does not depend
 // on values), turns on the engine's GEMM tuning (cuda::gemm_tuning), and runs one forward pass
 // per --cases entry and, with --image-steps, one guided image at 256: every GEMM shape those
@@ -28,7 +28,7 @@
 #include "bench/support/tool_arguments.h"
 #include "model/cuda/cublaslt_gemm.h"
 #include "core/error.h"
-#include "model/cuda/gemm_plan.h"
+#include "model/gemm_plan.h"
 
 #ifndef DIT_GEMM_PLAN_SOURCE_DIR
 #define DIT_GEMM_PLAN_SOURCE_DIR "model/gemm-plans"

@@ -1,6 +1,6 @@
 // Per-channel bias over channels-last activations: what follows a cuDNN convolution of the
 // VAE decoder whose bias cuDNN does not add itself (the classic forward call has no bias): every
-// convolution in fp32 and tf32, and in fp16/bf16 those without a fused form (model/cuda/vae_cuda.cu).
+// convolution in fp32 and tf32, and in fp16/bf16 those without a fused form (model/cuda/vae_cuda.cpp).
 #pragma once
 
 #include <cstdint>

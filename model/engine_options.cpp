@@ -48,7 +48,7 @@ std::optional<int> gemm_candidate_setting(const std::string& gemm_plan) {
 }
 
 // Mirrors the dispatch of dit::cuda::attention (kernels/attention.h); the CUDA model checks this
-// table against the kernels' own predicates when it is made (model/cuda/cuda_model.cu).
+// table against the kernels' own predicates when it is made (model/cuda/cuda_model.cpp).
 std::vector<std::string> cuda_attention_forms(Precision precision, int head_dim) {
   const bool sixteen_bit = precision == Precision::fp16 || precision == Precision::bf16;
   std::vector<std::string> forms;

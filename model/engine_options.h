@@ -17,7 +17,7 @@ namespace dit {
 struct EngineOptions {
   bool cuda_graphs = true;     // capture each sampling step and decode once and replay it; false: eager
   bool vae_fused_bias = true;  // fp16/bf16 VAE: the bias inside cuDNN's fused convolution call
-  // The GEMM plan (model/cuda/gemm_plan.h): "" the plan directory's file for this GPU, if any;
+  // The GEMM plan (model/gemm_plan.h): "" the plan directory's file for this GPU, if any;
   // "off" none (the heuristic's first candidate everywhere); "candidate:N" (N >= 0) every DiT
   // linear layer takes cuBLASLt's heuristic candidate N, or the last one the heuristic offers when
   // it offers fewer (no plan file is read; the VAE's attention products keep their own choice);

@@ -2,7 +2,7 @@
 // (then GELU-tanh), all row-major, PyTorch weight layout. One plan (descriptors and an algorithm
 // for a fixed workspace) per distinct shape and type, made on first use and reused. The
 // algorithm is the heuristic's first, or the candidate a GEMM plan file names for this shape on
-// this GPU (model/cuda/gemm_plan.h), or for every shape one forced candidate (EngineOptions::
+// this GPU (model/gemm_plan.h), or for every shape one forced candidate (EngineOptions::
 // gemm_plan "candidate:N", a calibration's restatement): either way the choice is the same across
 // calls and processes.
 #pragma once
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kernels/cuda_types.h"
-#include "model/cuda/gemm_plan.h"
+#include "model/gemm_plan.h"
 
 namespace dit::cuda {
 

@@ -1,6 +1,6 @@
-// The host image of the CUDA VAE decoder's weights (model/cuda/vae_cuda.cu): one allocation and
+// The host image of the CUDA VAE decoder's weights (model/cuda/vae_cuda.cpp): one allocation and
 // one copy to the device, every parameter at a 256-byte-aligned offset in it. Host code only, so
-// it builds and is tested without a GPU (tests/model/cuda/vae_weight_staging_test.cpp).
+// it is tested without a GPU (tests/model/cuda/vae_weight_staging_test.cpp).
 #pragma once
 
 #include <cstddef>

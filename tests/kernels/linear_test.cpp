@@ -19,7 +19,7 @@
 #if DIT_CUDA_CASES
 #include "kernels/activations.h"
 #include "model/cuda/cublaslt_gemm.h"
-#include "model/cuda/gemm_plan.h"
+#include "model/gemm_plan.h"
 #endif
 
 namespace dit {

@@ -1,7 +1,7 @@
-// GEMM plan files (model/cuda/gemm_plan.h): the round trip, every malformed field named, and which
+// GEMM plan files (model/gemm_plan.h): the round trip, every malformed field named, and which
 // file of a plan directory a device takes. The engine's use of a plan runs in
 // tests/kernels/linear_test.cpp (CudaGemmPlan).
-#include "model/cuda/gemm_plan.h"
+#include "model/gemm_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -15,7 +15,7 @@
 // it: about 210 launches (fewer where the bias is fused), most of them cuDNN calls with tens of
 // microseconds of host work each, become one. The replay runs the same kernels on the same
 // buffers, so it gives the same bytes.
-// EngineOptions::cuda_graphs false keeps every decode eager, as it does for the DiT (model/cuda/cuda_model.cu).
+// EngineOptions::cuda_graphs false keeps every decode eager, as it does for the DiT (model/cuda/cuda_model.cpp).
 #include "model/cuda/vae_cuda.h"
 
 #include <cuda_runtime.h>

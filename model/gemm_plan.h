@@ -3,7 +3,7 @@
 // DiT-XL/2 batch 64 on an H200 the 4th to 6th candidates of qkv, proj and fc1 are 8-14% faster),
 // and timing candidates at every start would make the choice, and so the rounding of the output,
 // differ from one process to the next. A plan is measured once by `bench/gemm_plan` and read by
-// the engine (model/cuda/cublaslt_gemm.cu), so a given plan file gives the same algorithm, and the
+// the engine (model/cuda/cublaslt_gemm.cpp), so a given plan file gives the same algorithm, and the
 // same bytes, in every process.
 //
 // File (JSON, model/gemm-plans/*.json):

@@ -1,5 +1,5 @@
-// GEMM plans (model/cuda/gemm_plan.h): parsing, writing and choosing the file for a device.
-#include "model/cuda/gemm_plan.h"
+// GEMM plans (model/gemm_plan.h): parsing, writing and choosing the file for a device.
+#include "model/gemm_plan.h"
 
 #include <nlohmann/json.hpp>
 
