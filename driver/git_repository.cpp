@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include "core/files.h"
 #include "core/error.h"
 #include "driver/libgit2_support.h"
+#include "driver/parallel.h"
 
 namespace dit::ar {
 
@@ -283,17 +285,44 @@ TreeFiles tree_files(git_repository* repository, const std::string& commit) {
   return files;
 }
 
+std::vector<const TreeFiles::value_type*> tree_entries(const TreeFiles& files) {
+  std::vector<const TreeFiles::value_type*> entries;
+  entries.reserve(files.size());
+  for (const auto& entry : files) entries.push_back(&entry);
+  return entries;
+}
+
+// Whether `target` is a regular file (not a link) with blob `id`'s bytes and `mode`'s executable
+// bit. Reads only the file, never the repository: safe on several threads at once.
+bool regular_file_holds(const std::filesystem::path& target, const git_oid& id, git_filemode_t mode) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  const auto status = fs::symlink_status(target, error);
+  if (!fs::is_regular_file(status)) return false;
+  const bool executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
+  if (executable != (mode == GIT_FILEMODE_BLOB_EXECUTABLE)) return false;
+  git_oid on_disk;
+  return git_odb_hashfile(&on_disk, target.c_str(), GIT_OBJECT_BLOB) == 0 && git_oid_cmp(&on_disk, &id) == 0;
+}
+
 }  // namespace
 
 void GitRepository::export_tree(const std::string& commit, const std::filesystem::path& folder,
                                 const std::set<std::string>& keep) const {
   namespace fs = std::filesystem;
-  struct {
-    TreeFiles files;
-  } walk{tree_files(repository_, commit)};
-
+  const TreeFiles files = tree_files(repository_, commit);
   fs::create_directories(folder);
-  for (const auto& [path, entry] : walk.files) {
+  // Which files already hold their blob, hashed over the cores; only the others are read out of
+  // the repository and written.
+  const std::vector<const TreeFiles::value_type*> entries = tree_entries(files);
+  std::vector<char> current(entries.size(), 0);
+  for_each_index(entries.size(), [&](std::size_t i) {
+    const auto& [path, entry] = *entries[i];
+    current[i] = entry.second != GIT_FILEMODE_LINK && regular_file_holds(folder / path, entry.first, entry.second);
+  });
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (current[i]) continue;
+    const auto& [path, entry] = *entries[i];
     const auto& [id, mode] = entry;
     git_blob* blob = nullptr;
     check(git_blob_lookup(&blob, repository_, &id), "read " + path);
@@ -309,30 +338,24 @@ void GitRepository::export_tree(const std::string& commit, const std::filesystem
       fs::create_symlink(content, target);
       continue;
     }
-    bool executable = mode == GIT_FILEMODE_BLOB_EXECUTABLE;
     std::error_code status_error;
-    auto status = fs::symlink_status(target, status_error);
-    if (fs::is_regular_file(status)) {
-      bool same_mode = ((status.permissions() & fs::perms::owner_exec) != fs::perms::none) == executable;
-      if (same_mode && read_text_file(target) == content) continue;
-    } else if (fs::exists(status)) {
-      fs::remove_all(target);
-    }
+    const auto status = fs::symlink_status(target, status_error);
+    if (fs::exists(status) && !fs::is_regular_file(status)) fs::remove_all(target);
     write_file_atomic(target, content);
-    fs::permissions(target, executable ? fs::perms(0755) : fs::perms(0644));
+    fs::permissions(target, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? fs::perms(0755) : fs::perms(0644));
   }
 
   // Remove what the tree no longer holds (the kept top-level folders aside).
   std::vector<fs::path> stale;
   for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
-    std::string relative = fs::relative(it->path(), folder).generic_string();
+    std::string relative = it->path().lexically_relative(folder).generic_string();
     std::string top = relative.substr(0, relative.find('/'));
     if (keep.count(top)) {
       if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
       continue;
     }
     if (it->is_directory() && !it->is_symlink()) continue;
-    if (!walk.files.count(relative)) stale.push_back(it->path());
+    if (!files.count(relative)) stale.push_back(it->path());
   }
   for (const auto& path : stale) fs::remove(path);
 }
@@ -346,40 +369,36 @@ namespace dit::ar {
 std::vector<std::string> GitRepository::compare_tree(const std::string& commit, const std::filesystem::path& folder,
                                                      const std::set<std::string>& keep) const {
   namespace fs = std::filesystem;
-  TreeFiles files = tree_files(repository_, commit);
+  const TreeFiles files = tree_files(repository_, commit);
+  const std::vector<const TreeFiles::value_type*> entries = tree_entries(files);
+  // 1: the file holds its blob; 0: it differs; -1: a link, compared below (it needs the repository).
+  std::vector<signed char> same(entries.size(), 0);
+  for_each_index(entries.size(), [&](std::size_t i) {
+    const auto& [path, entry] = *entries[i];
+    same[i] = entry.second == GIT_FILEMODE_LINK ? -1 : regular_file_holds(folder / path, entry.first, entry.second);
+  });
   std::vector<std::string> differences;
-  for (const auto& [path, entry] : files) {
-    const auto& [id, mode] = entry;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const auto& [path, entry] = *entries[i];
+    if (same[i] == 0) differences.push_back(path);
+    if (same[i] >= 0) continue;
     const fs::path target = folder / path;
     std::error_code error;
-    auto status = fs::symlink_status(target, error);
-    if (mode == GIT_FILEMODE_LINK) {
-      if (!fs::is_symlink(status)) {
-        differences.push_back(path);
-        continue;
-      }
-      git_blob* blob = nullptr;
-      check(git_blob_lookup(&blob, repository_, &id), "read " + path);
-      Blob owned_blob(blob);
-      std::string content(static_cast<const char*>(git_blob_rawcontent(blob)),
-                          static_cast<std::size_t>(git_blob_rawsize(blob)));
-      if (fs::read_symlink(target).string() != content) differences.push_back(path);
-      continue;
-    }
-    if (!fs::is_regular_file(status)) {
+    if (!fs::is_symlink(fs::symlink_status(target, error))) {
       differences.push_back(path);
       continue;
     }
-    const bool executable = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
-    git_oid on_disk;
-    if (executable != (mode == GIT_FILEMODE_BLOB_EXECUTABLE) ||
-        git_odb_hashfile(&on_disk, target.c_str(), GIT_OBJECT_BLOB) != 0 || git_oid_cmp(&on_disk, &id) != 0)
-      differences.push_back(path);
+    git_blob* blob = nullptr;
+    check(git_blob_lookup(&blob, repository_, &entry.first), "read " + path);
+    Blob owned_blob(blob);
+    std::string content(static_cast<const char*>(git_blob_rawcontent(blob)),
+                        static_cast<std::size_t>(git_blob_rawsize(blob)));
+    if (fs::read_symlink(target).string() != content) differences.push_back(path);
   }
   std::error_code error;
   if (!fs::is_directory(folder, error)) return differences;
   for (auto it = fs::recursive_directory_iterator(folder); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string relative = fs::relative(it->path(), folder).generic_string();
+    const std::string relative = it->path().lexically_relative(folder).generic_string();
     const std::string top = relative.substr(0, relative.find('/'));
     if (keep.count(top)) {
       if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();

@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "core/files.h"
 #include "core/sha256.h"
+#include "driver/parallel.h"
 
 namespace dit::ar {
 
@@ -37,18 +40,26 @@ namespace {
 FileHashes describe_folder(const fs::path& root, const std::set<std::string>& skip,
                            const std::function<std::string(const fs::path&)>& describe) {
   FileHashes entries;
+  std::vector<std::pair<std::string, fs::path>> found;  // relative path, path: the files to describe
   std::error_code error;
   if (!fs::is_directory(root, error)) return entries;
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it) {
-    const std::string relative = fs::relative(it->path(), root).generic_string();
+    const std::string relative = it->path().lexically_relative(root).generic_string();
     if (skipped(relative, skip)) {
       if (it->is_directory() && !it->is_symlink()) it.disable_recursion_pending();
       continue;
     }
     if (it->is_directory() && !it->is_symlink()) continue;
     // A pipe or a device is named, never read (reading a pipe could block the driver).
-    entries[relative] = it->is_symlink() || it->is_regular_file() ? describe(it->path()) : "special file";
+    if (it->is_symlink() || it->is_regular_file())
+      found.emplace_back(relative, it->path());
+    else
+      entries[relative] = "special file";
   }
+  // The files described over the cores (a build folder is hundreds of megabytes to hash).
+  std::vector<std::string> descriptions(found.size());
+  for_each_index(found.size(), [&](std::size_t i) { descriptions[i] = describe(found[i].second); });
+  for (std::size_t i = 0; i < found.size(); ++i) entries[found[i].first] = std::move(descriptions[i]);
   return entries;
 }
 

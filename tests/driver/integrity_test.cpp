@@ -1,18 +1,29 @@
 // Unit tests of what keeps the judge honest: test-set signatures, file hash lists, the byte
 // snapshots of the records, git tree comparison and the sandbox's command line.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/sha256.h"
 #include "driver/ctest_results.h"
 #include "driver/git_repository.h"
+#include "driver/parallel.h"
 #include "driver/protection.h"
 #include "driver/sandbox.h"
 #include "tests/support/scratch_directory.h"
+#include "tests/support/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace dit::ar;
@@ -119,6 +130,101 @@ TEST(FileHashes, ChangesAreNamedAndSkippedFoldersIgnored) {
   EXPECT_EQ(hashes_from_json(to_json(before), "x"), before);
   EXPECT_THROW(hashes_from_json(nlohmann::json::array(), "x"), dit::Error);
   EXPECT_EQ(hash_files(root, {"gone"}).at("gone"), "absent");
+}
+
+// for_each_index (driver/parallel.h): every index once, whatever the thread count; the first
+// exception comes back to the caller after every started call ended.
+TEST(ForEachIndex, CallsEveryIndexOnceAndRethrows) {
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
+    for (const unsigned threads : {1u, 3u, 8u, 64u}) {
+      std::vector<std::atomic<int>> calls(count);
+      for_each_index(
+          count, [&](std::size_t i) { calls[i].fetch_add(1); }, threads);
+      for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(calls[i].load(), 1) << i << " of " << count;
+    }
+  }
+  for (const unsigned threads : {1u, 4u}) {
+    std::atomic<int> started{0};
+    const auto body = [&](std::size_t i) {
+      started.fetch_add(1);
+      if (i == 5) throw dit::Error(dit::ErrorKind::io, "file vanished");
+    };
+    EXPECT_THROW(for_each_index(100, body, threads), dit::Error) << threads;
+    // On one thread the indices go in order: none after the failing one starts.
+    if (threads == 1) {
+      EXPECT_EQ(started.load(), 6);
+    }
+  }
+}
+
+// A tree of a few hundred files of fresh random sizes and bytes (the hashing is spread over the
+// cores): export writes every file, a second export rewrites only those that differ, and
+// compare_tree and hash_folder name exactly the files changed.
+TEST(GitTrees, ManyFilesAreComparedAndExportedFileByFile) {
+  dit::test::ScratchDirectory scratch;
+  const std::uint64_t seed = dit::test::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 random(seed);
+  const fs::path repository_dir = scratch.path() / "repo";
+  std::vector<std::string> paths;
+  for (int i = 0; i < 300; ++i) {
+    const std::string path = "d" + std::to_string(i % 17) + "/f" + std::to_string(i) + ".txt";
+    std::string bytes(random() % 20000, '\0');
+    for (char& c : bytes) c = static_cast<char>(random());
+    write(repository_dir / path, bytes);
+    paths.push_back(path);
+  }
+  fs::create_symlink("f0.txt", repository_dir / "d0/link");
+  fs::permissions(repository_dir / paths[1], fs::perms::owner_exec, fs::perm_options::add);
+  ASSERT_EQ(git(repository_dir, "init -q"), 0);
+  ASSERT_EQ(git(repository_dir, "add -A"), 0);
+  ASSERT_EQ(git(repository_dir, "commit -q -m many"), 0);
+  GitRepository repository(repository_dir);
+  const std::string commit = repository.head_commit();
+
+  const fs::path tree = scratch.path() / "tree";
+  repository.export_tree(commit, tree, {"build"});
+  EXPECT_TRUE(repository.compare_tree(commit, tree, {"build"}).empty());
+  for (const auto& path : paths)
+    ASSERT_EQ(dit::read_text_file(tree / path), dit::read_text_file(repository_dir / path)) << path;
+  EXPECT_EQ(fs::read_symlink(tree / "d0/link"), "f0.txt");
+  EXPECT_NE(fs::status(tree / paths[1]).permissions() & fs::perms::owner_exec, fs::perms::none);
+  const FileHashes before = hash_folder(tree, {});
+  for (const auto& path : paths) ASSERT_EQ(before.at(path), dit::sha256_file((tree / path).string())) << path;
+
+  // A fresh random handful changed (one byte more), one link retargeted, one mode dropped.
+  std::set<std::string> changed;
+  while (changed.size() < 12) changed.insert(paths[2 + random() % (paths.size() - 2)]);
+  for (const auto& path : changed) write(tree / path, dit::read_text_file(tree / path) + "x");
+  fs::remove(tree / "d0/link");
+  fs::create_symlink("f2.txt", tree / "d0/link");
+  fs::permissions(tree / paths[1], fs::perms::owner_exec, fs::perm_options::remove);
+  std::vector<std::string> expected(changed.begin(), changed.end());
+  expected.push_back("d0/link");
+  expected.push_back(paths[1]);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(repository.compare_tree(commit, tree, {"build"}), expected);
+  std::vector<std::string> hashed_changes;
+  for (const auto& change : describe_changes(before, hash_folder(tree, {}), "")) hashed_changes.push_back(change);
+  EXPECT_EQ(hashed_changes.size(), changed.size() + 1) << "the changed files and the link";
+
+  // The second export rewrites the changed files only: the others keep their inode.
+  std::map<std::string, ino_t> inodes;
+  for (const auto& path : paths) {
+    struct stat info {};
+    ASSERT_EQ(::stat((tree / path).c_str(), &info), 0);
+    inodes[path] = info.st_ino;
+  }
+  repository.export_tree(commit, tree, {"build"});
+  EXPECT_TRUE(repository.compare_tree(commit, tree, {"build"}).empty());
+  for (const auto& path : paths) {
+    struct stat info {};
+    ASSERT_EQ(::stat((tree / path).c_str(), &info), 0);
+    const bool rewritten = changed.count(path) || path == paths[1];
+    if (!rewritten) {
+      EXPECT_EQ(info.st_ino, inodes[path]) << path << " was rewritten unchanged";
+    }
+  }
 }
 
 TEST(GitTrees, CompareTreeAndSnapshotsSeeWhatARunChanged) {
