@@ -158,7 +158,7 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
     }
   }
   Decision decision = decide(facts);
-  refuse_if_out_of_space(context, run_dir, decision.status, head, "baseline");
+  refuse_if_out_of_space(context, lane, run_dir, decision.status, head, "baseline");
   record.status = decision.status;
   record.reasons = decision.reasons;
   record.quality = facts.tests.empty() ? "not run" : quality_summary(facts.tests);

@@ -372,6 +372,11 @@ void prepare_build_folder(const fs::path& folder) {
 // Best effort: without the stamp the next run only configures from an empty folder.
 void mark_configured(const fs::path& folder) { std::ofstream(configured_stamp(folder)) << "configured\n"; }
 
+void forget_configured(const fs::path& folder) {
+  std::error_code ignored;
+  fs::remove(configured_stamp(folder), ignored);
+}
+
 std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;

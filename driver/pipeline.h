@@ -77,6 +77,11 @@ std::optional<std::string> list_test_signatures(const RunRequest& request, nlohm
 std::optional<std::string> out_of_space_evidence(const std::filesystem::path& run_dir,
                                                  const std::filesystem::path& state_root);
 
+// Makes the next configure of `folder` start from an empty folder, as after a configure that did
+// not finish: for a run that filled the disk, where CMake may have written a torn CMakeCache.txt
+// and still reported success.
+void forget_configured(const std::filesystem::path& folder);
+
 // Where the judge test `test` writes its report, relative to the run's judge folder.
 std::string judge_report_path(const SelectedTest& test);
 

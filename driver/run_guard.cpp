@@ -132,11 +132,14 @@ void RunGuard::repair(const GuardFindings& findings, const fs::path& save_dir) c
   }
 }
 
-void refuse_if_out_of_space(const SessionContext& context, const fs::path& run_dir, Status status,
+void refuse_if_out_of_space(const SessionContext& context, const Lane& lane, const fs::path& run_dir, Status status,
                             const std::string& commit, const std::string& command) {
   if (status == Status::keep || status == Status::rejected) return;
   auto evidence = out_of_space_evidence(run_dir, context.state.root());
   if (!evidence) return;
+  for (const fs::path& source :
+       {context.state.candidate_source_dir(), context.state.best_source_dir(), context.state.judge_source_dir()})
+    forget_configured(source / lane.build_dir);
   throw Error(ErrorKind::io,
               "the state directory's file system is full, so " + short_id(commit) + " was not judged: " + *evidence +
                   "; nothing is recorded (the run folder " + fs::relative(run_dir, context.state.root()).string() +
@@ -200,7 +203,7 @@ void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& 
     }
   }
   Decision decision = decide(facts);
-  refuse_if_out_of_space(context, run_dir, decision.status, head, command);
+  refuse_if_out_of_space(context, lane, run_dir, decision.status, head, command);
   record.status = decision.status;
   record.reasons = decision.reasons;
   record.checkout_changes = findings.checkout_changes;

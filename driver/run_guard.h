@@ -81,9 +81,11 @@ void judge_candidate(SessionContext& context, const Lane& lane, nlohmann::json& 
 // Throws dit::Error(io) instead of letting a run whose decision would be `status` be recorded,
 // when the run failed because the state directory's file system is full (out_of_space_evidence
 // in pipeline.h): a CRASH or DISCARD then says nothing about the commit. KEEP and REJECTED stand.
-// `command` names the command to run again.
-void refuse_if_out_of_space(const SessionContext& context, const std::filesystem::path& run_dir, Status status,
-                            const std::string& commit, const std::string& command);
+// `command` names the command to run again. Before it throws, the candidate's, the best's and the
+// judge's build folders are marked for a configure from scratch (forget_configured): the full
+// disk may have torn any file a configure wrote during the run.
+void refuse_if_out_of_space(const SessionContext& context, const Lane& lane, const std::filesystem::path& run_dir,
+                            Status status, const std::string& commit, const std::string& command);
 
 // Where a run writes: its folder and the state directory (set once the folder exists).
 struct RunPlace {

@@ -161,6 +161,12 @@ full_disk_cases() {
       2)
         expect_error "No space left on device" "$STATE"
         unchanged_records "a full disk ($free bytes)" results.tsv best.json session.json
+        # A run refused after its stages ("was not judged"): whatever a configure wrote during it may
+        # be torn (CMake reports success over a CMakeCache.txt the full disk cut short), so the next
+        # run configures from an empty folder.
+        grep -qF "was not judged" "$LAST" && for stamp in "$STATE"/candidate/src/build/*.dit-ar-configured "$STATE"/best/src/build/*.dit-ar-configured; do
+          [ ! -e "$stamp" ] || fail "a full disk ($free bytes): $stamp is left, so a torn configure would be reused"
+        done
         ;;
       0 | 3)
         decided_by_measurement "$LAST" ||
