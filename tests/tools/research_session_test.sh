@@ -71,6 +71,11 @@ expect_text "the session stopped early: --max-experiments 2 reached (2 judged)"
 grep -q "plan-10" "$WORK/out-budget/timing.tsv" && fail "timing.tsv has a row for the experiment that never started"
 codes=$(awk -F'\t' 'NR > 2 { printf "%s=%s ", $4, $5 }' "$WORK/out-budget/timing.tsv")
 [ "$codes" = "KEEP=0 DISCARD-PERFORMANCE=3 " ] || fail "timing.tsv's statuses and exit codes are '$codes'"
+# Every experiment's row has the driver's own time (a number, at least 0) and its phases, read from
+# the run folder's progress.jsonl.
+awk -F'\t' 'NR > 2 && !($10 ~ /^[0-9]+\.[0-9]$/ && $11 ~ /^started=.*judge_build_checked=.*candidate_tree_exported=/) \
+  { print; bad = 1 } END { exit bad }' "$WORK/out-budget/timing.tsv" ||
+  fail "timing.tsv's own_s and phases columns are not the driver's own time and steps"
 
 step "an --until already past: nothing started"
 new_repo until

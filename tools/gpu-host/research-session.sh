@@ -34,7 +34,8 @@
 #
 # $OUT receives: results.tsv, summary.txt, summary.json, report.html, state-logs.tar.gz (the
 # state directory's records, queue and runs/ logs, build trees left out), timing.tsv (wall seconds per
-# experiment, from its commit to the driver's decision, and per driver stage) and session.log.
+# experiment, from its commit to the driver's decision, per driver stage, and the driver's own time between
+# the stages with its steps) and session.log.
 # Exit: 0 when every step ran (whatever the decisions), 2 on a setup error, 1 when the
 # baseline failed or the driver ended with an internal error.
 set -uo pipefail
@@ -167,7 +168,7 @@ cp "$dit_ar" "$tool_dir/dit-ar"
 ar() { "$tool_dir/dit-ar" "$@" --config "$config"; }
 
 timing="$out/timing.tsv"
-printf 'step\tname\tcommit\tstatus\texit_code\tapply_s\tdriver_s\ttotal_s\tstages\n' >"$timing"
+printf 'step\tname\tcommit\tstatus\texit_code\tapply_s\tdriver_s\ttotal_s\tstages\town_s\tphases\n' >"$timing"
 
 # The driver's stage lines ("  build                 ok    12.3 s") as name=seconds;... (a
 # preset skipped after a failed quality gate as name=skipped)
@@ -175,6 +176,26 @@ stages_of() {
   # (Drivers before 2026-12-01 left no space after a name of 22 characters or more.)
   sed -nE -e 's/^  ([a-z][a-zA-Z0-9 _.:(),-]*[a-zA-Z0-9)]) *(ok|FAILED) +([0-9.]+) s.*/\1=\3/p' \
     -e 's/^  (tests \([^)]*\)) *skipped.*/\1=skipped/p' "$1" | tr ' ' '_' | paste -sd';' -
+}
+# The driver's own time in a run, from its runs/<id>/progress.jsonl (the run folder the step log
+# names): own_s, the command's time to its decision less its stages', then TAB and each step of
+# its own as name=seconds since the event before it: "started" (the command's checks before the
+# run), then its "phase" events; "-<TAB>-" without a record.
+own_of() {
+  local run
+  run=$(sed -n 's/^run_dir: //p' "$1" | tail -n 1)
+  python3 - "$state_dir/$run/progress.jsonl" <<'PY' 2>/dev/null || printf -- '-\t-'
+import json, sys
+events = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")]
+decided = [e["elapsed_s"] for e in events if e["event"] == "decision"]
+staged = sum(e.get("seconds", 0) for e in events if e["event"] == "stage_finished")
+phases, before = ["started=%.2f" % events[0]["elapsed_s"]], 0.0
+for event in events:
+    if event["event"] == "phase":
+        phases.append("%s=%.2f" % (event["phase"].replace(" ", "_"), event["elapsed_s"] - before))
+    before = event["elapsed_s"]
+print("%.1f\t%s" % (decided[-1] - staged, ";".join(phases) or "-"), end="")
+PY
 }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 last_status() { tail -n 1 "$state_dir/results.tsv" 2>/dev/null | cut -f6; }
@@ -203,8 +224,9 @@ run_step doctor doctor
 run_step init init --lane "$lane"
 [ $rc -eq 0 ] || die "dit-ar init failed (exit $rc); see $log"
 run_step baseline baseline
-printf '0\tbaseline\t%s\t%s\t%s\t0\t%.1f\t%.1f\t%s\n' "$(git rev-parse --short HEAD)" \
-  "$([ $rc -eq 0 ] && echo KEEP || echo FAILED)" "$rc" "$seconds" "$seconds" "$(stages_of "$step_log")" >>"$timing"
+printf '0\tbaseline\t%s\t%s\t%s\t0\t%.1f\t%.1f\t%s\t%s\n' "$(git rev-parse --short HEAD)" \
+  "$([ $rc -eq 0 ] && echo KEEP || echo FAILED)" "$rc" "$seconds" "$seconds" "$(stages_of "$step_log")" \
+  "$(own_of "$step_log")" >>"$timing"
 [ $rc -eq 2 ] && die "dit-ar baseline refused (exit 2); see $log"
 session_status=0
 if [ $rc -ne 0 ]; then
@@ -248,7 +270,7 @@ if [ $session_status -eq 0 ] && [ -n "$workers" ] && [ "$queued" -gt 0 ]; then
   # One row per decision dit-ar work recorded (its stages are in its run folder's worker.json and logs).
   tail -n +"$((before_rows + 1))" "$state_dir/results.tsv" |
     awk -F'\t' -v OFS='\t' -v first="$step" -v rc="$rc" \
-      '{ print first + NR, $15, substr($2, 1, 7), $6, rc, "-", "-", "-", "work:" $16 }' >>"$timing"
+      '{ print first + NR, $15, substr($2, 1, 7), $6, rc, "-", "-", "-", "work:" $16, "-", "-" }' >>"$timing"
   judged=$(( $(wc -l <"$state_dir/results.tsv") - before_rows ))
   [ $rc -eq 0 ] || { say "dit-ar work ended with exit $rc; see $log"; session_status=$([ $rc -eq 2 ] && echo 2 || echo 1); }
 fi
@@ -270,7 +292,7 @@ while [ $session_status -eq 0 ] && [ -z "$workers" ] && IFS=$'\t' read -r -u 3 p
   else
     git am --abort >>"$log" 2>&1
     say "$name: does not apply on $(git rev-parse --short HEAD); skipped"
-    printf '%d\t%s\t-\tNOT-APPLIED\t-\t-\t-\t-\t-\n' "$step" "$name" >>"$timing"
+    printf '%d\t%s\t-\tNOT-APPLIED\t-\t-\t-\t-\t-\t-\t-\n' "$step" "$name" >>"$timing"
     continue
   fi
   commit=$(git rev-parse --short HEAD)
@@ -284,8 +306,8 @@ while [ $session_status -eq 0 ] && [ -z "$workers" ] && IFS=$'\t' read -r -u 3 p
     2) status=REFUSED ;;
     *) status=ERROR ;;
   esac
-  printf '%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\n' "$step" "$name" "$commit" "$status" "$rc" \
-    "$applied" "$seconds" "$total" "$(stages_of "$step_log")" >>"$timing"
+  printf '%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\n' "$step" "$name" "$commit" "$status" "$rc" \
+    "$applied" "$seconds" "$total" "$(stages_of "$step_log")" "$(own_of "$step_log")" >>"$timing"
   if [ $rc -eq 2 ]; then
     say "dit-ar experiment refused $name (exit 2): a setup error, the session stops; see $log"
     session_status=2
