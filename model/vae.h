@@ -76,6 +76,10 @@ class VaeDecoder {
   virtual Tensor decode(const Tensor& z) = 0;
 };
 
+// What every decoder's decode() accepts: z [N, latent_channels, s, s] with N and s positive; else
+// dit::Error(invalid_argument) naming the shape.
+void check_latents(const Tensor& z, const VaeConfig& config);
+
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
                                              Precision precision = Precision::fp32, const EngineOptions& options = {});
 

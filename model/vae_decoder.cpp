@@ -1,4 +1,4 @@
-// make_vae_decoder: the backend switch.
+// make_vae_decoder: the backend switch; check_latents, what every decoder accepts.
 #include "core/error.h"
 #include "model/vae.h"
 #include "model/cpu/vae_cpu.h"
@@ -7,6 +7,14 @@
 #endif
 
 namespace dit {
+
+void check_latents(const Tensor& z, const VaeConfig& config) {
+  if (z.shape.size() != 4 || z.shape[1] != config.latent_channels || z.shape[2] != z.shape[3] || z.shape[0] <= 0 ||
+      z.shape[2] <= 0)
+    throw Error(ErrorKind::invalid_argument, "VAE decode: latents must be [N, " +
+                                                 std::to_string(config.latent_channels) + ", s, s], got " +
+                                                 shape_string(z.shape));
+}
 
 std::unique_ptr<VaeDecoder> make_vae_decoder(Backend backend, const VaeConfig& config, const VaeWeights& weights,
                                              Precision precision, const EngineOptions& options) {

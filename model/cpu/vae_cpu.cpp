@@ -38,11 +38,7 @@ class CpuVaeDecoder final : public VaeDecoder {
   const VaeConfig& config() const override { return config_; }
 
   Tensor decode(const Tensor& z) override {
-    if (z.shape.size() != 4 || z.shape[1] != config_.latent_channels || z.shape[2] != z.shape[3] || z.shape[0] <= 0 ||
-        z.shape[2] <= 0)
-      throw Error(ErrorKind::invalid_argument, "VAE decode: latents must be [N, " +
-                                                   std::to_string(config_.latent_channels) + ", s, s], got " +
-                                                   shape_string(z.shape));
+    check_latents(z, config_);
     const int N = static_cast<int>(z.shape[0]), C = static_cast<int>(z.shape[1]), S = static_cast<int>(z.shape[2]);
     Activation x(N, S, S, C);
     for (int n = 0; n < N; ++n)
