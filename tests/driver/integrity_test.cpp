@@ -55,6 +55,11 @@ int git(const fs::path& repository, const std::string& arguments) {
   return std::system(command.c_str());
 }
 
+// A new repository in `folder` with one commit (`message`) of every file there.
+bool commit_everything(const fs::path& folder, const std::string& message) {
+  return git(folder, "init -q") == 0 && git(folder, "add -A") == 0 && git(folder, "commit -q -m " + message) == 0;
+}
+
 }  // namespace
 
 TEST(TestSignature, TwoBuildsOfOneTreeCompareEqual) {
@@ -176,9 +181,7 @@ TEST(GitTrees, ManyFilesAreComparedAndExportedFileByFile) {
   }
   fs::create_symlink("f0.txt", repository_dir / "d0/link");
   fs::permissions(repository_dir / paths[1], fs::perms::owner_exec, fs::perm_options::add);
-  ASSERT_EQ(git(repository_dir, "init -q"), 0);
-  ASSERT_EQ(git(repository_dir, "add -A"), 0);
-  ASSERT_EQ(git(repository_dir, "commit -q -m many"), 0);
+  ASSERT_TRUE(commit_everything(repository_dir, "many"));
   GitRepository repository(repository_dir);
   const std::string commit = repository.head_commit();
 
@@ -232,9 +235,7 @@ TEST(GitTrees, CompareTreeAndSnapshotsSeeWhatARunChanged) {
   const fs::path repository_dir = scratch.path() / "repo";
   write(repository_dir / "src/a.cpp", "int a;\n");
   write(repository_dir / "tests/t.cmake", "add_test()\n");
-  ASSERT_EQ(git(repository_dir, "init -q"), 0);
-  ASSERT_EQ(git(repository_dir, "add -A"), 0);
-  ASSERT_EQ(git(repository_dir, "commit -q -m one"), 0);
+  ASSERT_TRUE(commit_everything(repository_dir, "one"));
   GitRepository repository(repository_dir);
   const std::string commit = repository.head_commit();
 
