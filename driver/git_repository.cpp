@@ -160,6 +160,32 @@ std::string GitRepository::summary(const std::string& commit) const {
   return text ? text : "";
 }
 
+std::vector<std::pair<std::string, std::string>> GitRepository::trailers(const std::string& commit) const {
+  Commit owned = lookup_commit(repository_, commit);
+  git_message_trailer_array found{};
+  check(git_message_trailers(&found, git_commit_message(owned.get())), "read the trailers of " + short_id(commit));
+  std::vector<std::pair<std::string, std::string>> result;
+  for (size_t i = 0; i < found.count; ++i) result.emplace_back(found.trailers[i].key, found.trailers[i].value);
+  git_message_trailer_array_free(&found);
+  return result;
+}
+
+std::vector<std::string> GitRepository::commits_between(const std::string& base, const std::string& tip) const {
+  git_revwalk* raw = nullptr;
+  check(git_revwalk_new(&raw, repository_), "start a walk of the history");
+  Owned<git_revwalk, git_revwalk_free> walk(raw);
+  check(git_revwalk_sorting(walk.get(), GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE), "sort the walk");
+  git_oid tip_id = parse_id(tip), base_id = parse_id(base);
+  check(git_revwalk_push(walk.get(), &tip_id), "walk from " + short_id(tip));
+  check(git_revwalk_hide(walk.get(), &base_id), "stop the walk at " + short_id(base));
+  std::vector<std::string> commits;
+  git_oid id;
+  int code = 0;
+  while ((code = git_revwalk_next(&id, walk.get())) == 0) commits.push_back(to_hex(&id));
+  if (code != GIT_ITEROVER) check(code, "walk " + short_id(base) + ".." + short_id(tip));
+  return commits;
+}
+
 bool GitRepository::is_descendant_of(const std::string& commit, const std::string& ancestor) const {
   git_oid commit_id = parse_id(commit);
   git_oid ancestor_id = parse_id(ancestor);

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct git_repository;
@@ -37,6 +38,11 @@ class GitRepository {
 
   std::vector<std::string> parents(const std::string& commit) const;
   std::string summary(const std::string& commit) const;  // first line of the message
+  // The message's trailers ("Key: value" lines of its last paragraph, as git interpret-trailers
+  // reads them), in order.
+  std::vector<std::pair<std::string, std::string>> trailers(const std::string& commit) const;
+  // The commits reachable from `tip` and not from `base`, parents before children.
+  std::vector<std::string> commits_between(const std::string& base, const std::string& tip) const;
   // True when `commit` has `ancestor` in its history (a commit is not its own descendant).
   bool is_descendant_of(const std::string& commit, const std::string& ancestor) const;
   // Repository-relative paths that differ between the two commits' trees (both sides of a rename).

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   add_index_command(app, options);
   add_report_command(app, options);
   add_work_commands(app, options);
+  add_audit_command(app, options);
 
   // A first word that names no command is an unknown command, not a missing one.
   if (argc > 1 && argv[1][0] != '-') {

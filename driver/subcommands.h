@@ -39,6 +39,8 @@ void add_index_command(CLI::App& app, CommonOptions& options);    // driver/know
 void add_report_command(CLI::App& app, CommonOptions& options);   // driver/report_command.cpp
 // queue add | list, work and the internal worker (driver/work_command.cpp).
 void add_work_commands(CLI::App& app, CommonOptions& options);
+// audit BASE [TIP]: every commit changing a mutable path is a kept experiment (driver/audit.h).
+void add_audit_command(CLI::App& app, CommonOptions& options);
 
 // Builds (or rebuilds) the knowledge index of config.knowledge_dir under config.state_dir,
 // writing progress to `log`; throws dit::Error on failure. Defined in knowledge_index.cpp.
