@@ -4,7 +4,8 @@
 # machine's), with its budgets:
 #   1. three prepared experiments and --max-experiments 2: the first two are judged (a faster
 #      plan: KEEP, a slower one: DISCARD-PERFORMANCE), the third never starts, the log says why,
-#      the results hold the baseline and two rows, timing.tsv their exit codes (0, 3);
+#      the results hold the baseline and two rows, timing.tsv their exit codes (0, 3), audit.txt
+#      the kept one with its record;
 #   2. an --until already past: no experiment starts, and the log says why (a stop file is
 #      checked at the same point; left out here to keep the test at two sessions of the fixture);
 #   3. a budget that is not one (--max-experiments 0, an --until date cannot read, --workers 0):
@@ -76,6 +77,9 @@ codes=$(awk -F'\t' 'NR > 2 { printf "%s=%s ", $4, $5 }' "$WORK/out-budget/timing
 awk -F'\t' 'NR > 2 && !($10 ~ /^[0-9]+\.[0-9]$/ && $11 ~ /^started=.*judge_build_checked=.*candidate_tree_exported=/) \
   { print; bad = 1 } END { exit bad }' "$WORK/out-budget/timing.tsv" ||
   fail "timing.tsv's own_s and phases columns are not the driver's own time and steps"
+# The audit of start..best: the kept experiment with its record, nothing failed.
+grep -q "1 kept by the loop, 0 exempt, 0 outside the mutable paths, 0 failed" "$WORK/out-budget/audit.txt" ||
+  fail "audit.txt does not show the one kept experiment: $(head -3 "$WORK/out-budget/audit.txt")"
 
 step "an --until already past: nothing started"
 new_repo until
@@ -103,6 +107,8 @@ expect_text "dit-ar queue add refused 02-plan-40"
 [ "$(row_field 2 status)" = KEEP ] || fail "row 2 is $(row_field 2 status), not KEEP"
 work_rows=$(awk -F'\t' 'NR > 2 && $9 ~ /^work:runs\// { printf "%s=%s ", $4, $5 }' "$WORK/out-work/timing.tsv")
 [ "$work_rows" = "KEEP=0 " ] || fail "timing.tsv's rows of dit-ar work are '$work_rows'"
+grep -q "1 kept by the loop, .* 0 failed" "$WORK/out-work/audit.txt" ||
+  fail "audit.txt of dit-ar work does not show the kept experiment: $(head -3 "$WORK/out-work/audit.txt")"
 packed=$(tar -tzf "$WORK/out-work/state-logs.tar.gz" 2>&1 | grep -v "^runs/." | tr '\n' ' ')
 case " $packed " in *" queue.json "*) ;; *) fail "state-logs.tar.gz lacks queue.json: $packed" ;; esac
 

@@ -32,7 +32,8 @@
 # session goes on; a setup error (exit 2), an internal error of the driver (exit 1) or a failed
 # baseline stops it.
 #
-# $OUT receives: results.tsv, summary.txt, summary.json, report.html, state-logs.tar.gz (the
+# $OUT receives: results.tsv, summary.txt, summary.json, report.html, audit.txt (dit-ar audit of
+# the start..best range: every kept engine commit with its record), state-logs.tar.gz (the
 # state directory's records, queue and runs/ logs, build trees left out), timing.tsv (wall seconds per
 # experiment, from its commit to the driver's decision, per driver stage, and the driver's own time between
 # the stages with its steps) and session.log.
@@ -217,6 +218,7 @@ run_step() {
 branch="autoresearch/$tag"
 git rev-parse -q --verify "refs/heads/$branch" >/dev/null && die "branch $branch exists; pick another --tag"
 git switch -q -c "$branch" "$from" || die "cannot create branch $branch at $from"
+first_commit=$(git rev-parse HEAD)
 say "session $branch from $(git log -1 --format='%h %s'), lane $lane, $(wc -l <"$list") experiments"
 
 run_step doctor doctor
@@ -322,6 +324,16 @@ done 3<"$list"
 ar summary --limit 0 >"$out/summary.txt" 2>>"$log" || say "dit-ar summary failed"
 ar summary --limit 0 --json >"$out/summary.json" 2>>"$log" || say "dit-ar summary --json failed"
 ar report --out "$out/report.html" >>"$log" 2>&1 || say "dit-ar report failed"
+# Every engine commit between the start and the best is a KEEP with its record (dit-ar audit): a
+# failure here is the driver's own fault.
+if git rev-parse -q --verify refs/autoresearch/best >/dev/null; then
+  ar audit "$first_commit" refs/autoresearch/best --with-state >"$out/audit.txt" 2>>"$log"
+  audit_rc=$?
+  if [ $audit_rc -ne 0 ]; then
+    say "dit-ar audit of ${first_commit:0:8}..best failed (exit $audit_rc); see $out/audit.txt"
+    [ $session_status -eq 0 ] && session_status=1
+  fi
+fi
 records=()
 for f in session.json best.json results.tsv environment.json queue.json runs; do
   [ -e "$state_dir/$f" ] && records+=("$f")
