@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -113,8 +114,10 @@ std::vector<AuditEntry> audit_range(const GitRepository& repository, const std::
     AuditEntry entry;
     entry.commit = commit;
     entry.summary = repository.summary(commit);
+    std::set<std::string> trailers;
     for (const auto& [key, value] : repository.trailers(commit)) {
       if (key == kLoopExemptTrailer) entry.exempt_why += (entry.exempt_why.empty() ? "" : "; ") + value;
+      if (value.find_first_not_of(" \t") != std::string::npos) trailers.insert(key);
     }
     const std::vector<std::string> parents = repository.parents(commit);
     std::vector<std::string> mutable_changes, fixed_changes;
@@ -138,6 +141,8 @@ std::vector<AuditEntry> audit_range(const GitRepository& repository, const std::
             "changes " + fixed_changes.front() +
             (fixed_changes.size() > 1 ? " and " + std::to_string(fixed_changes.size() - 1) + " more" : std::string()) +
             " outside the mutable paths beside " + mutable_changes.front() + ": the loop rejects such a commit");
+      for (const auto& name : options.required_trailers)
+        if (!trailers.count(name)) entry.problems.push_back("the message lacks the trailer '" + name + ": ...'");
       if (!parents.empty()) {
         nlohmann::json record;
         for (auto& problem :

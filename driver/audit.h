@@ -4,7 +4,8 @@
 // naming that commit on top of that parent. A commit outside the loop that still has to change a
 // mutable path (a bug fix, a rename) says so in its message with the trailer
 // `Loop-exempt: <why>`, and is listed as such. With the session's state directory, each record
-// must also be the run's own run.json and a KEEP row of results.tsv.
+// must also be the run's own run.json and a KEEP row of results.tsv; with required trailers,
+// each kept commit's message must carry them.
 #pragma once
 
 #include <filesystem>
@@ -24,6 +25,9 @@ struct AuditOptions {
   std::vector<std::string> mutable_paths;          // as in the config
   std::vector<std::string> lanes;                  // the lanes a KEEP may come from; empty: any
   std::optional<std::filesystem::path> state_dir;  // cross-check run.json and results.tsv there
+  // Trailers every kept commit's message must carry with some text (e.g. "A5500-effect": what
+  // the change is expected to do on the target GPU).
+  std::vector<std::string> required_trailers;
 };
 
 enum class AuditVerdict { kept, exempt, fixed_only, failed };

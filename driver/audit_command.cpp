@@ -17,6 +17,7 @@ struct AuditArguments {
   std::string base;
   std::string tip = "HEAD";
   std::vector<std::string> lanes;
+  std::vector<std::string> trailers;
   std::string state_dir;
   bool with_state = false;
 };
@@ -26,6 +27,7 @@ int run_audit(const CommonOptions& options, const AuditArguments& arguments) {
   AuditOptions audit;
   audit.mutable_paths = config.mutable_paths;
   for (const auto& name : arguments.lanes) audit.lanes.push_back(config.lane(name).name);
+  audit.required_trailers = arguments.trailers;
   if (!arguments.state_dir.empty()) audit.state_dir = std::filesystem::absolute(arguments.state_dir);
   if (arguments.with_state) audit.state_dir = config.state_dir;
   GitRepository repository(resolve_repository_root(options));
@@ -77,6 +79,9 @@ void add_audit_command(CLI::App& app, CommonOptions& options) {
   command->add_option("base", arguments->base, "The commit the range starts after")->required();
   command->add_option("tip", arguments->tip, "The range's last commit (default HEAD)");
   command->add_option("--lane", arguments->lanes, "Accept KEEP records of these lanes only (repeatable)");
+  command->add_option("--require-trailer", arguments->trailers,
+                      "Every kept commit's message must carry this trailer (e.g. A5500-effect: the expected effect "
+                      "on the target GPU); repeatable");
   auto* state = command->add_option("--state-dir", arguments->state_dir,
                                     "Also check each record against this state directory: the run's run.json and "
                                     "a KEEP row of results.tsv");

@@ -182,6 +182,21 @@ TEST_F(AuditTest, OnlyTheAuditedLanesCount) {
   EXPECT_EQ(audit_range(*repository_, base_, "HEAD", options_).at(0).verdict, AuditVerdict::kept);
 }
 
+TEST_F(AuditTest, RequiredTrailersMustCarryText) {
+  commit({"with the trailer", {"model/a.cpp"}, "A5500-effect: fewer DRAM round trips", as_is, AuditVerdict::kept, ""});
+  commit({"without it", {"model/a.cpp"}, "Other: x", as_is, AuditVerdict::kept, ""});
+  commit({"an exempt one needs none", {"model/a.cpp"}, "Loop-exempt: a fix", nullptr, AuditVerdict::exempt, ""});
+  commit({"a fixed one neither", {"driver/d.cpp"}, "", nullptr, AuditVerdict::fixed_only, ""});
+  options_.required_trailers = {"A5500-effect"};
+  const auto entries = audit_range(*repository_, base_, "HEAD", options_);
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[0].verdict, AuditVerdict::kept);
+  EXPECT_EQ(entries[1].verdict, AuditVerdict::failed);
+  EXPECT_EQ(entries[1].problems.at(0), "the message lacks the trailer 'A5500-effect: ...'");
+  EXPECT_EQ(entries[2].verdict, AuditVerdict::exempt);
+  EXPECT_EQ(entries[3].verdict, AuditVerdict::fixed_only);
+}
+
 TEST_F(AuditTest, AMergeIsNoExperiment) {
   ASSERT_EQ(git(root(), "switch -q -c side"), 0);
   commit({"side", {"kernels/k.cu"}, "", as_is, AuditVerdict::kept, ""});
