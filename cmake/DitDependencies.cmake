@@ -35,6 +35,22 @@ if(DIT_WITH_CUDA)
     endforeach()
     add_library(dit::cccl ALIAS dit_cccl)
   endif()
+  # CUTLASS's headers (FindCUTLASS.cmake), for kernels that fold work into a GEMM's operand loads
+  # or its epilogue: dit::cutlass, a SYSTEM include so that its warnings are not the project's.
+  # Optional: without it dit::cutlass is not defined and its smoke test (tests/deps/) not built.
+  # The version tested is the pinned 4.2.0.0; 3.5 is the oldest a host's own copy may be.
+  find_package(CUTLASS 3.5)
+  if(CUTLASS_FOUND AND NOT TARGET dit_cutlass)
+    add_library(dit_cutlass INTERFACE)
+    # BUILD_INTERFACE: the installed package does not ship CUTLASS (DitInstall.cmake).
+    target_include_directories(dit_cutlass SYSTEM INTERFACE "$<BUILD_INTERFACE:${DIT_CUTLASS_INCLUDE_DIR}>")
+    target_link_libraries(dit_cutlass INTERFACE dit::cccl)
+    add_library(dit::cutlass ALIAS dit_cutlass)
+  elseif(NOT CUTLASS_FOUND)
+    message(WARNING "CUTLASS 3.5+ not found (tools/install-deps.sh, or pip install nvidia-cutlass==4.2.0.0, or "
+                    "-DDIT_CUTLASS_INCLUDE_DIR=<folder holding cutlass/ and cute/>): dit::cutlass is not defined "
+                    "and cutlass_gemm_test is not built")
+  endif()
 endif()
 
 if(DIT_WITH_TESTS)

@@ -11,7 +11,7 @@
 #   dit_install_package()
 #     Called once, after every folder: installs dit::build_options (the C++20 and sanitizer
 #     flags the libraries' interfaces carry), the export set, the package's config and version
-#     files and, in a CUDA build, FindCUDNN.cmake.
+#     files and, in a CUDA build, FindCUDNN.cmake, dit::cccl and (where found) dit::cutlass.
 include_guard(GLOBAL)
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -46,6 +46,12 @@ function(dit_install_package)
   if(DIT_WITH_CUDA)
     set_target_properties(dit_cccl PROPERTIES EXPORT_NAME cccl)
     install(TARGETS dit_cccl EXPORT ${DIT_EXPORT_SET})
+    # Exported (without its headers) so that an engine library may link dit::cutlass PRIVATE:
+    # a static library's export names even its private dependencies.
+    if(TARGET dit_cutlass)
+      set_target_properties(dit_cutlass PROPERTIES EXPORT_NAME cutlass)
+      install(TARGETS dit_cutlass EXPORT ${DIT_EXPORT_SET})
+    endif()
     install(FILES "${PROJECT_SOURCE_DIR}/cmake/FindCUDNN.cmake" DESTINATION "${DIT_INSTALL_PACKAGE_DIR}")
     # The toolkit this build used: the package's default where a consumer names none.
     get_filename_component(DIT_CUDA_TOOLKIT_ROOT "${CUDAToolkit_BIN_DIR}" DIRECTORY)

@@ -33,3 +33,17 @@ if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } \
    && ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
   python3 -m pip install -q nvidia-cuda-cuobjdump==13.2.51
 fi
+
+# CUTLASS's C++ headers (cmake/FindCUTLASS.cmake), from NVIDIA's nvidia-cutlass wheel at the version
+# the project tests (tools/gpu-host/stage-cutlass.sh stages the same). Into a folder of its own
+# with --target: pip then leaves the system Python alone, so PEP 668 does not apply and
+# --break-system-packages is not needed, and CMake finds the headers at that fixed path without
+# asking a Python. --no-deps: the wheel's requirements (cuda-python, numpy, scipy, ...) serve its
+# Python DSL, which the build never runs.
+cutlass=/opt/nvidia-cutlass
+if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } \
+   && [ ! -d "$cutlass/nvidia_cutlass-4.2.0.0.dist-info" ]; then
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; else sudo=""; fi
+  $sudo rm -rf "$cutlass"
+  $sudo python3 -m pip install -q --no-deps --target "$cutlass" nvidia-cutlass==4.2.0.0
+fi
