@@ -5,7 +5,7 @@
 #
 # Usage: tools/gpu-host/research-session.sh --tag TAG --experiments DIR
 #          [--lane LANE] [--from REV] [--out DIR] [--dit-ar PATH] [--config PATH]
-#          [--max-experiments N] [--until TIME] [--stop-file PATH]
+#          [--max-experiments N] [--until TIME] [--stop-file PATH] [--require-trailer NAME]
 #   --lane         objective lane of config/autoresearch.json (default a5500-e2e-256)
 #   --from         the commit the session branch starts from (default HEAD)
 #   --experiments  a folder of `git format-patch` files, each NN-name.patch with its
@@ -24,6 +24,8 @@
 #   --until TIME          start no experiment at or after TIME (anything `date -d` reads:
 #                         "2026-12-02 09:30", "+45 minutes")
 #   --stop-file PATH      stop once PATH exists (default OUT/STOP: `touch` it to end the session)
+#   --require-trailer NAME  the end's audit also requires each kept commit's message to carry the
+#                  trailer NAME (A5500-effect: a campaign's kept changes state their expected effect)
 #
 # Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
@@ -33,7 +35,9 @@
 # baseline stops it.
 #
 # $OUT receives: results.tsv, summary.txt, summary.json, report.html, audit.txt (dit-ar audit of
-# the start..best range: every kept engine commit with its record), state-logs.tar.gz (the
+# the start..best range: every kept engine commit with its record), session.bundle (git bundle of
+# the session branch, refs/autoresearch/* and the driver's notes: the kept commits with their
+# KEEP notes, to fetch into another clone), state-logs.tar.gz (the
 # state directory's records, queue and runs/ logs, build trees left out), timing.tsv (wall seconds per
 # experiment, from its commit to the driver's decision, per driver stage, and the driver's own time between
 # the stages with its steps) and session.log.
@@ -55,6 +59,7 @@ workers=""
 gpus=0
 until_text=""
 stop_file=""
+trailers=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --max-experiments) max_experiments="$2"; shift 2 ;;
@@ -62,6 +67,7 @@ while [ $# -gt 0 ]; do
     --workers) workers="$2"; shift 2 ;;
     --gpus) gpus="$2"; shift 2 ;;
     --stop-file) stop_file="$2"; shift 2 ;;
+    --require-trailer) trailers+=(--require-trailer "$2"); shift 2 ;;
     --lane) lane="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
@@ -69,7 +75,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
@@ -327,13 +333,18 @@ ar report --out "$out/report.html" >>"$log" 2>&1 || say "dit-ar report failed"
 # Every engine commit between the start and the best is a KEEP with its record (dit-ar audit): a
 # failure here is the driver's own fault.
 if git rev-parse -q --verify refs/autoresearch/best >/dev/null; then
-  ar audit "$first_commit" refs/autoresearch/best --with-state >"$out/audit.txt" 2>>"$log"
+  ar audit "$first_commit" refs/autoresearch/best --with-state "${trailers[@]}" >"$out/audit.txt" 2>>"$log"
   audit_rc=$?
   if [ $audit_rc -ne 0 ]; then
     say "dit-ar audit of ${first_commit:0:8}..best failed (exit $audit_rc); see $out/audit.txt"
     [ $session_status -eq 0 ] && session_status=1
   fi
 fi
+# The kept commits and the driver's notes, for another clone: git fetch session.bundle
+# 'refs/*:refs/session/*' 'refs/notes/*:refs/notes/*' (git notes reads notes under refs/notes/).
+bundle_refs=("refs/heads/$branch")
+while read -r ref; do bundle_refs+=("$ref"); done < <(git for-each-ref --format='%(refname)' refs/autoresearch refs/notes)
+git bundle create -q "$out/session.bundle" "${bundle_refs[@]}" >>"$log" 2>&1 || say "git bundle of the session failed"
 records=()
 for f in session.json best.json results.tsv environment.json queue.json runs; do
   [ -e "$state_dir/$f" ] && records+=("$f")
