@@ -5,6 +5,7 @@
 #
 #   tools/gpu-host/lease.sh start [--stages LIST] [--session-from REV] [--session-lane LANE]
 #                                 [--experiments DIR] [--max-experiments N] [--tag TAG]
+#                                 [--session-until TIME] [--require-trailer NAME]
 #                                 [--hashes-against REV[,REV...]]
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored), and
 #       every stage runs in .lease/tree, a clone of the staged bundle's HEAD: committed work
@@ -39,7 +40,11 @@
 #             calibration's commit when that stage ran), lane --session-lane (a5500-session-256),
 #             at most --max-experiments experiments; --session-lane takes a comma list of runs,
 #             one after the other, each LANE or LANE@work (through `dit-ar work --workers 1` on
-#             GPU 0), into session-out/ (one run) or session-out/<n>-<LANE>/
+#             GPU 0), optionally followed by :DIR (its own experiments folder instead of
+#             --experiments, relative to the checkout root) and :MAX (its own --max-experiments),
+#             into session-out/ (one run) or session-out/<n>-<LANE>/; --session-until TIME starts
+#             no experiment at or after TIME (`date -d`, read when the lease starts: "+20 minutes")
+#             and --require-trailer NAME makes each run's end audit ask kept commits for it
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
 #             torch_reference and diffusers (.wheels/ from stage-wheels.sh, carried too); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
@@ -95,6 +100,8 @@ session_from=HEAD
 session_lane=a5500-session-256
 experiments=""
 max_experiments=""
+session_until=""
+require_trailer=""
 hashes_against=""
 tag=lease
 while [ $# -gt 0 ]; do
@@ -104,11 +111,18 @@ while [ $# -gt 0 ]; do
     --session-lane) session_lane="$2"; shift 2 ;;
     --experiments) experiments="$2"; shift 2 ;;
     --max-experiments) max_experiments="$2"; shift 2 ;;
+    --session-until) session_until="$2"; shift 2 ;;
+    --require-trailer) require_trailer="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --hashes-against) hashes_against="$2"; shift 2 ;;
     *) echo "lease: unknown argument $1"; touch "$work/done"; exit 2 ;;
   esac
 done
+session_until_epoch=""
+if [ -n "$session_until" ]; then
+  session_until_epoch=$(date -d "$session_until" +%s) ||
+    { echo "lease: --session-until: date cannot read '$session_until'"; touch "$work/done"; exit 2; }
+fi
 
 # Everything runs in a clone of the staged bundle's HEAD under .lease/ (git-ignored, so the host
 # keeps it between calls), with copies of .deps/ and the bundle there: the host re-copies the
@@ -310,19 +324,25 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
 }
 
 stage_session() {
-  [ -n "$experiments" ] || { echo "no --experiments"; return 2; }
-  local runs=(${session_lane//,/ }) n=0 status=0 run_lane out_dir
-  for run_lane in "${runs[@]}"; do
+  local runs=(${session_lane//,/ }) n=0 status=0 run spec run_lane run_dir run_max out_dir
+  for run in "${runs[@]}"; do
     n=$((n + 1))
+    IFS=: read -r spec run_dir run_max <<<"$run"
+    run_lane=${spec%@work}
+    run_dir=${run_dir:+$root/$run_dir}
+    run_dir=${run_dir:-$experiments}
+    [ -n "$run_dir" ] || { echo "session run $run: no experiments folder (--experiments or :DIR)"; status=2; continue; }
     out_dir=$work/session-out
-    [ ${#runs[@]} -gt 1 ] && out_dir=$work/session-out/$n-${run_lane/@/-}
-    echo "-- session run $n of ${#runs[@]}: $run_lane ($(date -u +%H:%M:%S))"
-    session_run "${run_lane%@work}" "$out_dir" "$([ "$run_lane" != "${run_lane%@work}" ] && echo 1)" || status=1
+    [ ${#runs[@]} -gt 1 ] && out_dir=$work/session-out/$n-${spec/@/-}
+    echo "-- session run $n of ${#runs[@]}: $run ($(date -u +%H:%M:%S))"
+    session_run "$run_lane" "$out_dir" "$([ "$spec" != "$run_lane" ] && echo 1)" "$run_dir" "${run_max:-$max_experiments}" ||
+      status=1
   done
   return $status
 }
 
-# One research session: lane $1 into $2, through dit-ar work with $3 workers when $3 is set.
+# One research session: lane $1 into $2, through dit-ar work with $3 workers when $3 is set, the
+# experiments of folder $4, at most $5 of them when $5 is set.
 session_run() {
   local clone=$root/.session/repo
   rm -rf "$root/.session"
@@ -339,8 +359,9 @@ session_run() {
   from=$(git -C "$clone" rev-parse "$session_from") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
   (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$1" \
-      --experiments "$experiments" --out "$2" --dit-ar "$root/.session/dit-ar" \
-      ${max_experiments:+--max-experiments "$max_experiments"} ${3:+--workers "$3" --gpus 0})
+      --experiments "$4" --out "$2" --dit-ar "$root/.session/dit-ar" ${5:+--max-experiments "$5"} \
+      ${session_until_epoch:+--until "@$session_until_epoch"} ${require_trailer:+--require-trailer "$require_trailer"} \
+      ${3:+--workers "$3" --gpus 0})
 }
 
 # Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:
