@@ -8,6 +8,8 @@
 # - libssl-dev and libssl3 (OpenSSL 3's headers and libcrypto), for a host without OpenSSL's
 #   headers: core's SHA-256 (core/sha256.cpp) is libcrypto's, so nothing builds without them.
 #   `. .deps/env.sh` already points CMake (CMAKE_PREFIX_PATH) and the loader at .deps/root/usr.
+# Then it drops .deps/'s static archives and documentation (17 MB on 2026-12-05), which nothing
+# on the host uses.
 # Run from the checkout root, after stage-deps.sh.
 set -eu
 root=$(git rev-parse --show-toplevel)
@@ -20,5 +22,10 @@ pkgs="bubblewrap libssl-dev libssl3"
 # shellcheck disable=SC2086
 apt-get download $pkgs >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get download $pkgs; }
 for d in *.deb; do dpkg -x "$d" "$dest/root"; done
+# The build links the shared libraries: static archives and documentation would only take room
+# in the device tool's 64 MiB (libcrypto.a alone is 9 MB), here and in what stage-deps.sh staged.
+# pugixml's CMake package names its archive as an imported target, and checks that it exists.
+find "$dest/root/usr/lib" -name '*.a' ! -name 'libpugixml.a' -delete
+rm -rf "$dest/root/usr/share/doc" "$dest/root/usr/share/man"
 "$dest/root/usr/bin/bwrap" --version
 ls "$dest/root/usr/include/openssl/evp.h" "$dest/root/usr/lib/x86_64-linux-gnu/libcrypto.so"
