@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 TEST(RenderCorpusGpu, TheSecondRenderStartsBesideTheFirstAndAgreesWithIt) {
   const dit::test::ScratchDirectory dir;
   Corpus corpus;
-  corpus.name = "cases.jsonl";
-  corpus.cases = {load_corpus(DIT_QUALITY_SOURCE_DIR "/cases.jsonl").at("xl256-ddpm25-cfg1p5-c360")};
+  corpus.name = "cases_session.jsonl";
+  corpus.cases = {load_corpus(DIT_QUALITY_SOURCE_DIR "/cases_session.jsonl").at("xl256-ddpm25-cfg1p5-c360")};
   RenderSettings settings;
   settings.backend = Backend::cuda;
   settings.precision = Precision::fp16;
