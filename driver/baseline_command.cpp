@@ -93,6 +93,21 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
            "git reset --hard " + init_commit);
   }
 
+  // A gate set without floors for this machine's device refuses every gate: found here, before
+  // the three builds (about 170 s on a 16-core GPU host) that would reach the gates only to fail.
+  const nlohmann::json environment = capture_environment(context.root).document;
+  if (const std::string set = lane_gate_set(lane); !set.empty()) {
+    const std::string device = lane_floors_device(lane, environment);
+    if (!device.empty() &&
+        !has_floors(read_json_file(context.config.source_dir / context.config.contract), device, set))
+      refuse("the quality contract " + context.config.contract + " has no floors for gate set " + set + " on " +
+                 device + " (lane " + lane.name + "): every gate of the set would refuse",
+             "calibrate once on this machine, review and commit the contract and its calibration file (the "
+             "contract is locked at init: remove " +
+                 context.state.root().string() +
+                 " and run dit-ar init and dit-ar baseline again): " + calibrate_command(context.config, lane, set));
+  }
+
   ExperimentRecord record;
   record.kind = "baseline";
   record.timestamp = utc_timestamp();
@@ -128,7 +143,7 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
   request.classification = "exact";
   request.noise_measurement = true;
   request.min_improvement_percent = lane.min_improvement_percent;
-  write_json_atomic(run_dir / "environment.json", capture_environment(context.root).document);
+  write_json_atomic(run_dir / "environment.json", environment);
 
   // The judge is built once from the locked tree; the best and the candidate's trees are two
   // builds of the same commit, so the A/A comparison measures two builds, as experiments do.

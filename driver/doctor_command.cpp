@@ -39,17 +39,6 @@ std::string describe_tool(const nlohmann::json& tool) {
 
 std::string describe_version(const nlohmann::json& version) { return version.is_null() ? "not found" : version.dump(); }
 
-// The gate set a lane's baseline records (the value after --set in its record_baseline_commands),
-// or empty when it records every set of the build.
-std::string lane_gate_set(const Lane& lane) {
-  for (const auto& command : lane.record_baseline_commands) {
-    for (std::size_t i = 0; i + 1 < command.size(); ++i) {
-      if (command[i] == "--set") return command[i + 1];
-    }
-  }
-  return "";
-}
-
 // Whether the quality contract holds floors for each lane's gate set on this machine's device
 // ("cpu" for the CPU lanes, the first GPU's name for the others): a gate set without them
 // refuses, naming the calibration (quality/README.md, "Calibration").
@@ -61,29 +50,19 @@ void report_floors(const Config& config, const nlohmann::json& document, std::ve
     warnings.push_back(std::string("cannot read the quality contract: ") + error.what());
     return;
   }
-  const nlohmann::json floors = contract.value("floors", nlohmann::json::object());
-  std::string gpu;
-  for (const auto& device : document["cuda_runtime"].value("devices", nlohmann::json::array())) {
-    gpu = device.value("name", "");
-    break;
-  }
   for (const auto& [name, lane] : config.lanes) {
     const std::string set = lane_gate_set(lane);
     if (set.empty()) continue;
-    const bool on_cpu = !lane.gpu;
-    const std::string device = on_cpu ? "cpu" : gpu;
-    const bool calibrated =
-        !device.empty() && floors.contains(device) && floors[device].is_object() && floors[device].contains(set);
+    const std::string device = lane_floors_device(lane, document);
+    const bool calibrated = has_floors(contract, device, set);
     std::cout << "  floors     lane " << name << ", gate set " << set << " on " << (device.empty() ? "no GPU" : device)
               << ": "
-              << (calibrated ? "calibrated (" + floors[device][set].value("calibration", "?") + ")"
+              << (calibrated ? "calibrated (" + contract["floors"][device][set].value("calibration", "?") + ")"
                              : std::string("not calibrated"))
               << "\n";
     if (!calibrated && !device.empty())
       warnings.push_back("lane " + name + ": the contract has no floors for gate set " + set + " on " + device +
-                         ", so its gates refuse; calibrate once: dit-quality-render calibrate --gate-sets " +
-                         (config.source_dir / lane.build_dir / "quality/gate-sets.json").string() + " --set " + set +
-                         " --out quality/calibration/<gpu>-" + set + ".json --write-contract " + config.contract);
+                         ", so its gates refuse; calibrate once: " + calibrate_command(config, lane, set));
   }
 }
 

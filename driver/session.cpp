@@ -77,6 +77,33 @@ void validate_contract(const Config& config) {
     throw Error(ErrorKind::invalid_file, path.string() + ": the contract must be a JSON object");
 }
 
+std::string lane_gate_set(const Lane& lane) {
+  for (const auto& command : lane.record_baseline_commands) {
+    for (std::size_t i = 0; i + 1 < command.size(); ++i) {
+      if (command[i] == "--set") return command[i + 1];
+    }
+  }
+  return "";
+}
+
+std::string lane_floors_device(const Lane& lane, const nlohmann::json& environment) {
+  if (!lane.gpu) return "cpu";
+  const nlohmann::json runtime = environment.value("cuda_runtime", nlohmann::json::object());
+  for (const auto& device : runtime.value("devices", nlohmann::json::array())) return device.value("name", "");
+  return "";
+}
+
+bool has_floors(const nlohmann::json& contract, const std::string& device, const std::string& set) {
+  const nlohmann::json floors = contract.value("floors", nlohmann::json::object());
+  return !device.empty() && floors.contains(device) && floors[device].is_object() && floors[device].contains(set);
+}
+
+std::string calibrate_command(const Config& config, const Lane& lane, const std::string& set) {
+  return "dit-quality-render calibrate --gate-sets " +
+         (config.source_dir / lane.build_dir / "quality/gate-sets.json").string() + " --set " + set +
+         " --out quality/calibration/<gpu>-" + set + ".json --write-contract " + config.contract;
+}
+
 nlohmann::json compute_locks(const Config& config, const GitRepository& repository, const std::string& commit) {
   std::vector<std::string> paths = config.fixed_paths;
   fs::path config_relative = fs::relative(config.path, config.source_dir);

@@ -39,6 +39,19 @@ SessionContext open_session_context(const CommonOptions& options);
 // The contract must exist and be a JSON object; a malformed one is named with line and column.
 void validate_contract(const Config& config);
 
+// The gate set a lane's baseline records (the value after --set in its record_baseline_commands),
+// or empty when it records every set of the build.
+std::string lane_gate_set(const Lane& lane);
+// The device a lane's gates are judged on, as the contract's floors name it: "cpu" for a CPU
+// lane, else the first GPU's name in `environment` (capture_environment's document), or empty
+// when the machine has none.
+std::string lane_floors_device(const Lane& lane, const nlohmann::json& environment);
+// Whether `contract` holds floors for gate set `set` on `device`: a gate set without them refuses
+// every gate (quality/README.md, "Calibration").
+bool has_floors(const nlohmann::json& contract, const std::string& device, const std::string& set);
+// The command that calibrates `set` on this machine and writes its floors into the contract.
+std::string calibrate_command(const Config& config, const Lane& lane, const std::string& set);
+
 // Tree/blob id of every fixed path, the config file and the contract at `commit` (null when
 // absent), keyed by repository-relative path.
 nlohmann::json compute_locks(const Config& config, const GitRepository& repository, const std::string& commit);

@@ -41,6 +41,21 @@ expect_line "branch: autoresearch/e2e"
 expect_line "commit: $INIT"
 [ -f "$STATE/session.json" ] || fail "session.json missing"
 
+step "baseline refuses a gate set the contract has no floors for on this device, before building: exit 2"
+python3 - "$REPO/config/autoresearch.json" "$WORK/floors.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["lanes"]["fixture"]["record_baseline_commands"] = [
+    ["{build_dir}/tools/fixture_render", "--golden", "{baseline_dir}", "--set", "uncalibrated-set"]]
+json.dump(config, open(sys.argv[2], "w"))
+PY
+ar floors baseline --config "$WORK/floors.json"
+expect_rc 2
+expect_text "has no floors for gate set uncalibrated-set on cpu (lane fixture)"
+expect_text "dit-quality-render calibrate --gate-sets $REPO/build/fixture/quality/gate-sets.json --set uncalibrated-set"
+[ "$(rows)" -eq 0 ] || fail "the refused baseline added a row"
+[ ! -e "$STATE/best" ] && [ ! -e "$STATE/judge" ] || fail "the refused baseline built something"
+
 step "baseline (what a failed one left in baseline/ is moved into the run's folder, not refused)"
 mkdir -p "$STATE/baseline/quality/cpu" && echo partial >"$STATE/baseline/quality/cpu/MANIFEST.json"
 ar baseline baseline
