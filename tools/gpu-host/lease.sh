@@ -44,7 +44,8 @@
 #             --experiments, relative to the checkout root) and :MAX (its own --max-experiments),
 #             into session-out/ (one run) or session-out/<n>-<LANE>/; --session-until TIME starts
 #             no experiment at or after TIME (`date -d`, read when the lease starts: "+20 minutes")
-#             and --require-trailer NAME makes each run's end audit ask kept commits for it
+#             and --require-trailer NAME makes each run's end audit ask kept commits for it; a
+#             lane whose gate set has no floors on this GPU is calibrated first (calibrate stage)
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
 #             torch_reference and diffusers (.wheels/ from stage-wheels.sh, carried too); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
@@ -323,8 +324,38 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   return $status
 }
 
+# The gate sets of the session's lanes that the contract has no floors for on this GPU (their
+# baselines would be refused): printed comma-separated, empty when every set is calibrated.
+uncalibrated_sets() {
+  python3 - "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$@" <<'PY'
+import json, sys
+gpu, lanes = sys.argv[1], sys.argv[2:]
+config = json.load(open("config/autoresearch.json"))
+floors = json.load(open("quality/contract.json")).get("floors", {})
+missing = []
+for name in lanes:
+    lane = config["lanes"].get(name, {})
+    device = gpu if lane.get("gpu", True) else "cpu"
+    for command in lane.get("record_baseline_commands", []):
+        if "--set" in command:
+            gate_set = command[command.index("--set") + 1]
+            if gate_set not in floors.get(device, {}) and gate_set not in missing:
+                missing.append(gate_set)
+print(",".join(missing))
+PY
+}
+
 stage_session() {
-  local runs=(${session_lane//,/ }) n=0 status=0 run spec run_lane run_dir run_max out_dir
+  local runs=(${session_lane//,/ }) n=0 status=0 run spec run_lane run_dir run_max out_dir lanes=() missing
+  # A GPU the contract has no floors for (an H100 where only the H200 was calibrated): calibrate
+  # the lanes' sets first (a few tens of seconds), as the calibrate stage would, so the sessions
+  # start from that commit instead of being refused at their baselines.
+  for run in "${runs[@]}"; do spec=${run%%:*}; lanes+=("${spec%@work}"); done
+  missing=$(uncalibrated_sets "${lanes[@]}") || return 1
+  if [ -n "$missing" ] && [ -z "$calibrated_rev" ]; then
+    echo "lease: no floors on this GPU for gate sets $missing: calibrating them first"
+    LEASE_CALIBRATE_SETS=$missing stage_calibrate || return 1
+  fi
   for run in "${runs[@]}"; do
     n=$((n + 1))
     IFS=: read -r spec run_dir run_max <<<"$run"
