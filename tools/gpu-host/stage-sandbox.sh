@@ -9,7 +9,7 @@
 #   headers: core's SHA-256 (core/sha256.cpp) is libcrypto's, so nothing builds without them.
 #   `. .deps/env.sh` already points CMake (CMAKE_PREFIX_PATH) and the loader at .deps/root/usr.
 # Then it drops .deps/'s static archives and documentation (17 MB on 2026-12-05), which nothing
-# on the host uses.
+# on the host uses, and links OpenSSL's libraries to the host's own.
 # Run from the checkout root, after stage-deps.sh.
 set -eu
 root=$(git rev-parse --show-toplevel)
@@ -27,5 +27,11 @@ for d in *.deb; do dpkg -x "$d" "$dest/root"; done
 # pugixml's CMake package names its archive as an imported target, and checks that it exists.
 find "$dest/root/usr/lib" -name '*.a' ! -name 'libpugixml.a' -delete
 rm -rf "$dest/root/usr/share/doc" "$dest/root/usr/share/man"
+# The host's image has OpenSSL 3's libraries, not its headers: the build takes the headers from
+# here and links the host's own libcrypto.so.3 and libssl.so.3 through these links (5.4 MB less
+# to carry; built and run so on the H100 host, 2026-12-05).
+for lib in libcrypto.so.3 libssl.so.3; do
+  ln -sf "/usr/lib/x86_64-linux-gnu/$lib" "$dest/root/usr/lib/x86_64-linux-gnu/$lib"
+done
 "$dest/root/usr/bin/bwrap" --version
-ls "$dest/root/usr/include/openssl/evp.h" "$dest/root/usr/lib/x86_64-linux-gnu/libcrypto.so"
+ls "$dest/root/usr/include/openssl/evp.h" && ls -l "$dest/root/usr/lib/x86_64-linux-gnu/libcrypto.so.3"
