@@ -82,9 +82,10 @@ awk -F'\t' 'NR > 2 && !($10 ~ /^[0-9]+\.[0-9]$/ && $11 ~ /^started=.*judge_build
 # The audit of start..best: the kept experiment with its record, nothing failed.
 grep -q "1 kept by the loop, 0 exempt, 0 outside the mutable paths, 0 failed" "$WORK/out-budget/audit.txt" ||
   fail "audit.txt does not show the one kept experiment: $(head -3 "$WORK/out-budget/audit.txt")"
-# The bundle carries the branch, the best and the KEEP note into a clone that has none of them.
+# The bundle carries the branch, the best and the KEEP note into a clone that has the session's
+# first commit (main) and none of them; it leaves out what that commit reaches.
 clone=$WORK/bundle-clone
-git init -q "$clone" &&
+git init -q "$clone" && git -C "$clone" fetch -q "$REPO" main &&
   git -C "$clone" fetch -q "$WORK/out-budget/session.bundle" 'refs/*:refs/session/*' 'refs/notes/*:refs/notes/*' ||
   fail "session.bundle cannot be fetched: $(git bundle list-heads "$WORK/out-budget/session.bundle" 2>&1)"
 kept=$(git_ rev-parse refs/autoresearch/best)
@@ -92,6 +93,9 @@ kept=$(git_ rev-parse refs/autoresearch/best)
 git -C "$clone" rev-parse -q --verify refs/session/heads/autoresearch/budget >/dev/null || fail "the bundle lacks the branch"
 git -C "$clone" notes --ref=autoresearch show "$kept" >/dev/null 2>&1 ||
   fail "the bundle lacks the KEEP note of $kept"
+git bundle list-heads "$WORK/out-budget/session.bundle" >/dev/null &&
+  git -C "$clone" bundle verify "$WORK/out-budget/session.bundle" 2>&1 | grep -q "requires this ref" ||
+  fail "the bundle is not thin: it does not require the session's first commit"
 
 step "an --until already past: nothing started"
 new_repo until

@@ -340,11 +340,13 @@ if git rev-parse -q --verify refs/autoresearch/best >/dev/null; then
     [ $session_status -eq 0 ] && session_status=1
   fi
 fi
-# The kept commits and the driver's notes, for another clone: git fetch session.bundle
+# The kept commits and the driver's notes, for another clone that has the session's first commit
+# (a thin bundle: what that commit reaches is left out): git fetch session.bundle
 # 'refs/*:refs/session/*' 'refs/notes/*:refs/notes/*' (git notes reads notes under refs/notes/).
 bundle_refs=("refs/heads/$branch")
 while read -r ref; do bundle_refs+=("$ref"); done < <(git for-each-ref --format='%(refname)' refs/autoresearch refs/notes)
-git bundle create -q "$out/session.bundle" "${bundle_refs[@]}" >>"$log" 2>&1 || say "git bundle of the session failed"
+git bundle create -q "$out/session.bundle" "${bundle_refs[@]}" "^$first_commit" >>"$log" 2>&1 ||
+  say "git bundle of the session failed"
 records=()
 for f in session.json best.json results.tsv environment.json queue.json runs; do
   [ -e "$state_dir/$f" ] && records+=("$f")
