@@ -135,12 +135,15 @@ Decision decide_without_notes(const RunFacts& facts) {
                     [&](const nlohmann::json& report) { return report.value("test", "") == result.test.name; });
     if (!reported) crash_reasons.push_back("the judge test " + result.test.name + " wrote no report");
   }
-  // Skipping is right after a quality failure (DISCARD-QUALITY) or a test that failed or broke
-  // (CRASH either way); a skip with neither crashes the run.
-  const bool decided_by_a_test = !quality_failures.empty() || !failed_tests.empty() || !crash_reasons.empty();
+  std::optional<nlohmann::json> performance = performance_report(facts.gate_reports);
+  // Skipping is right after a quality failure (DISCARD-QUALITY), a test that failed or broke
+  // (CRASH either way) or a performance gate that judged and did not pass (DISCARD-PERFORMANCE:
+  // the candidate's other tests, which run after it); a skip with none of them crashes the run.
+  const bool performance_discard = !performance_failures.empty() && performance && !performance->value("passed", false);
+  const bool decided_by_a_test =
+      !quality_failures.empty() || !failed_tests.empty() || !crash_reasons.empty() || performance_discard;
   if (!facts.skipped_presets.empty() && !decided_by_a_test)
     crash_reasons.push_back("test presets were skipped without a failing quality gate or test");
-  std::optional<nlohmann::json> performance = performance_report(facts.gate_reports);
   if (!performance && facts.skipped_presets.empty())
     crash_reasons.push_back("the performance gate wrote no report (judge/gates/performance.json)");
   // A failed perf test without a failing verdict did not judge: it broke.
@@ -177,6 +180,8 @@ Decision decide_without_notes(const RunFacts& facts) {
     for (const auto& reason : performance->value("reasons", nlohmann::json::array()))
       decision.reasons.push_back(reason.is_string() ? reason.get<std::string>() : reason.dump());
     if (decision.reasons.empty()) decision.reasons = performance_failures;
+    for (const auto& preset : facts.skipped_presets)
+      decision.reasons.push_back("not run after the performance discard: test preset " + preset);
     return decision;
   }
   decision.status = Status::keep;

@@ -2,6 +2,7 @@
 #include "driver/pipeline.h"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -11,9 +12,11 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/sha256.h"
 #include "driver/ctest_results.h"
 #include "driver/process.h"
 #include "driver/sandbox.h"
@@ -279,6 +282,17 @@ std::optional<std::string> already_decided(const RunFacts& facts) {
   return std::nullopt;
 }
 
+// Whether a performance gate ran and discarded the candidate: its test failed with a report
+// that says it did not pass.
+bool performance_discarded(const RunFacts& facts) {
+  const bool failed = std::any_of(facts.tests.begin(), facts.tests.end(), [](const TestResult& result) {
+    return result.outcome == TestOutcome::failed && result.test.has_label("perf");
+  });
+  return failed && std::any_of(facts.gate_reports.begin(), facts.gate_reports.end(), [](const nlohmann::json& report) {
+           return report.value("gate", "") == "performance" && !report.value("passed", true);
+         });
+}
+
 // The candidate's tests that set up a fixture one of `quality_judges` requires (the renders whose
 // outputs the gates judge), and the others, each in the listing's order.
 std::pair<std::vector<SelectedTest>, std::vector<SelectedTest>> split_gate_inputs(
@@ -369,26 +383,103 @@ void prepare_build_folder(const fs::path& folder) {
   fs::create_directories(folder);
 }
 
-// Best effort: without the stamp the next run only configures from an empty folder.
-void mark_configured(const fs::path& folder) { std::ofstream(configured_stamp(folder)) << "configured\n"; }
+// Best effort: without the stamp the next run only configures from an empty folder. The stamp
+// holds what the configure started from (configure_inputs) and the cache it left.
+void mark_configured(const fs::path& folder, const std::string& inputs = "") {
+  nlohmann::json stamp{{"inputs", inputs}};
+  std::error_code error;
+  if (!inputs.empty() && fs::is_regular_file(folder / "CMakeCache.txt", error))
+    stamp["cache"] = sha256_file((folder / "CMakeCache.txt").string());
+  std::ofstream(configured_stamp(folder)) << stamp.dump() << "\n";
+}
 
 void forget_configured(const fs::path& folder) {
   std::error_code ignored;
   fs::remove(configured_stamp(folder), ignored);
 }
 
+bool is_cmake_input(const fs::path& file) {
+  const std::string name = file.filename().string();
+  return name == "CMakeLists.txt" || name == "CMakePresets.json" || name == "CMakeUserPresets.json" ||
+         file.extension() == ".cmake";
+}
+
+std::string configure_inputs(const fs::path& source_dir, const std::string& preset) {
+  Sha256 hash;
+  hash.update("preset\0" + preset + "\0");
+  // The environment the configure inherits (the driver's, constant within one run of it).
+  std::vector<std::string> variables;
+  for (char** entry = environ; entry && *entry; ++entry) variables.emplace_back(*entry);
+  std::sort(variables.begin(), variables.end());
+  for (const auto& variable : variables) hash.update("env\0" + variable + "\0");
+  // The GPUs a configure lists for CTest (cmake/DitGpuResources.cmake).
+  std::vector<std::string> nodes;
+  std::error_code error;
+  for (auto entry = fs::directory_iterator("/dev", error); !error && entry != fs::directory_iterator();
+       entry.increment(error)) {
+    const std::string name = entry->path().filename().string();
+    if (name.rfind("nvidia", 0) == 0) nodes.push_back(name);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  for (const auto& node : nodes) hash.update("device\0" + node + "\0");
+  // Every CMake file of the tree by content, build folders and dot-folders left out.
+  std::vector<std::pair<std::string, fs::path>> files;
+  auto walk = fs::recursive_directory_iterator(source_dir, error);
+  for (; !error && walk != fs::recursive_directory_iterator(); walk.increment(error)) {
+    const fs::path& path = walk->path();
+    std::error_code ignored;
+    if (walk->is_directory(ignored) && !walk->is_symlink(ignored)) {
+      if (path.filename().string().front() == '.' || fs::exists(path / "CMakeCache.txt", ignored))
+        walk.disable_recursion_pending();
+      continue;
+    }
+    if (is_cmake_input(path)) files.emplace_back(fs::relative(path, source_dir).generic_string(), path);
+  }
+  if (error) return "";  // unreadable: configure
+  std::sort(files.begin(), files.end());
+  for (const auto& [name, path] : files) hash.update("file\0" + name + "\0" + sha256_file(path.string()) + "\0");
+  return hash.hex_digest();
+}
+
+// Why the folder's last configure still stands, or nothing when it must run again: it finished
+// (its stamp), from the same inputs, and its cache is byte for byte what it left (a build that
+// re-ran CMake, or anything else that touched the cache, changes it). A configure from the same
+// preset, tree, environment and cache writes the same build files, and `cmake --build` re-runs
+// CMake itself for any CMake input changed since.
+std::optional<std::string> configure_still_current(const fs::path& folder, const std::string& inputs) {
+  if (inputs.empty()) return std::nullopt;
+  std::error_code error;
+  const fs::path stamp_path = configured_stamp(folder);
+  const fs::path cache = folder / "CMakeCache.txt";
+  if (!fs::is_regular_file(stamp_path, error) || !fs::is_regular_file(cache, error)) return std::nullopt;
+  try {
+    const nlohmann::json stamp = nlohmann::json::parse(read_text_file(stamp_path));
+    if (!stamp.is_object() || stamp.value("inputs", "") != inputs) return std::nullopt;
+    if (stamp.value("cache", "") != sha256_file(cache.string())) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  return "the CMake files, preset, environment and cache are those of the folder's last configure";
+}
+
 std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;
-  prepare_build_folder(build_folder(request));
+  const fs::path folder = build_folder(request);
+  const std::string inputs = configure_inputs(request.source_dir, lane.configure_preset);
   fs::create_directories(request.cache_dir);
-  fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
-  progress(request).stage_started(log_prefix + "configure", lane.configure_preset);
-  ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset}, configure_log,
-                                      config.timeouts.configure);
-  report_stage(request, log_prefix + "configure", lane.configure_preset, configure);
-  if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
-  mark_configured(build_folder(request));
+  if (auto current = configure_still_current(folder, inputs)) {
+    progress(request).stage_skipped(log_prefix + "configure", lane.configure_preset, *current);
+  } else {
+    prepare_build_folder(folder);
+    fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
+    progress(request).stage_started(log_prefix + "configure", lane.configure_preset);
+    ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset},
+                                        configure_log, config.timeouts.configure);
+    report_stage(request, log_prefix + "configure", lane.configure_preset, configure);
+    if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
+    mark_configured(folder, inputs);
+  }
   fs::path build_log = request.run_dir / (log_prefix + "build.log");
   ProcessResult build = [&] {
     Heartbeat heartbeat(request, log_prefix + "build", lane.build_preset, {build_log});
@@ -449,14 +540,18 @@ RunFacts run_commit(const RunRequest& request) {
     }
   }
   auto test_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config.timeouts.test);
+
+  // Each preset's tests, listed before any runs (a test set that differs from the baseline's is
+  // rejected before anything of the candidate's is started), split into the candidate's gate
+  // inputs (the renders the quality gates judge), its other tests, and the judge's quality and
+  // performance gates.
+  struct PresetPlan {
+    std::string preset;
+    std::vector<SelectedTest> gate_inputs, other_tests, quality_judges, performance_judges;
+  };
+  std::vector<PresetPlan> plans;
+  std::set<std::string> performance_fixtures;  // what the performance gates need set up first
   for (const auto& preset : lane.test_presets) {
-    // A failed quality gate or test already decides: the later presets (the performance gate's
-    // interleaved runs, minutes on a GPU) would not change it.
-    if (const auto decided = already_decided(facts)) {
-      facts.skipped_presets.push_back(preset);
-      progress(request).stage_skipped("tests (" + preset + ")", preset, *decided);
-      continue;
-    }
     auto selected = list_tests(request, preset, facts);
     if (!selected) return facts;
     progress(request).phase("tests listed (" + preset + ")");
@@ -468,91 +563,139 @@ RunFacts run_commit(const RunRequest& request) {
         facts.rejections.push_back("test set differs from the baseline's (preset " + preset + "): " + difference);
       if (!facts.rejections.empty()) return facts;
     }
+    PresetPlan plan{preset, {}, {}, {}, {}};
     std::vector<SelectedTest> candidate_tests;
-    std::vector<SelectedTest> judge_tests;
-    for (const auto& test : *selected) (is_judge_test(test) ? judge_tests : candidate_tests).push_back(test);
-    std::vector<SelectedTest> quality_judges;
-    std::vector<SelectedTest> performance_judges;
-    for (const auto& test : judge_tests) (test.has_label("perf") ? performance_judges : quality_judges).push_back(test);
-    // The order that decides a quality discard soonest: the candidate's tests whose outputs the
-    // quality gates judge (the fixtures those gates require: the renders), then the quality
-    // gates, and only then, if they held, the candidate's other tests (the kernel tests, a minute
-    // on a GPU) and the performance gate.
-    auto [gate_inputs, other_tests] = split_gate_inputs(candidate_tests, quality_judges);
-    const auto run_candidate = [&](const std::vector<SelectedTest>& group, const std::string& part) {
-      if (group.empty()) return true;
-      // The part's tests by name (-E of every other test of the preset would let a test the
-      // listing missed run unjudged); the judge's tests never run in the candidate's view.
-      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(group), "-FA", ".*"};
-      std::string suffix = part.empty() ? "" : "-" + part;
-      std::replace(suffix.begin(), suffix.end(), ' ', '-');
-      const fs::path console = request.run_dir / ("ctest-" + preset + suffix + ".log");
-      auto failure = run_ctest(request, View::tests, argv, "tests (" + preset + (part.empty() ? "" : ", " + part) + ")",
-                               candidate_folder(request) / ("junit-" + preset + suffix + ".xml"), console, group,
-                               preset, test_deadline, facts.tests);
-      for (auto& refusal : sandbox_refusals(console)) facts.sandbox_refusals.push_back(std::move(refusal));
-      if (failure) facts.stage_failure = failure;
-      return !failure;
-    };
-    // The judge's turn: its build and the goldens must be as recorded, its folder the driver's,
-    // its instructions the driver's own (written again before each group of judges, since the
-    // candidate's tests ran in between).
-    const auto judge_unchanged = [&]() {
-      const fs::path judge_build = request.judge_source_dir / lane.build_dir;
-      for (const auto& change :
-           describe_changes(request.judge_files, hash_folder(judge_build, build_bookkeeping()), "judge build: "))
-        facts.rejections.push_back("the judge changed during the run: " + change);
-      for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
-        facts.rejections.push_back("the goldens changed during the run: " + change);
-      progress(request).phase("judge verified");
-      return facts.rejections.empty();
-    };
-    const auto run_judges = [&](const std::vector<SelectedTest>& group, const std::string& kind) {
-      if (group.empty()) return true;
-      if (!judge_unchanged()) return false;
-      fs::create_directories(judge_folder(request));
-      std::error_code ignored;
-      for (const auto& test : group) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
-      write_judge_instructions(request);
-      const bool split = !quality_judges.empty() && !performance_judges.empty();
-      const std::string suffix = split && kind == "performance" ? "-performance" : "";
-      const std::string stage = "judge (" + preset + (split ? ", " + kind : "") + ")";
-      std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(group), "-FA", ".*"};
-      if (auto failure = run_ctest(request, View::judge, argv, stage,
-                                   judge_folder(request) / ("junit-" + preset + suffix + ".xml"),
-                                   judge_folder(request) / ("ctest-" + preset + suffix + ".log"), group, preset,
-                                   test_deadline, facts.tests)) {
-        facts.stage_failure = failure;
-        return false;
-      }
-      auto reports = read_reports(request, group);
-      facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
-      return true;
-    };
-
-    // Without quality gates in the preset, every candidate test runs at once, as one part.
-    if (quality_judges.empty()) {
-      other_tests.insert(other_tests.begin(), gate_inputs.begin(), gate_inputs.end());
-      gate_inputs.clear();
+    for (const auto& test : *selected) {
+      if (!is_judge_test(test))
+        candidate_tests.push_back(test);
+      else
+        (test.has_label("perf") ? plan.performance_judges : plan.quality_judges).push_back(test);
     }
-    if (!run_candidate(gate_inputs, other_tests.empty() ? "" : "gate inputs")) return facts;
-    if (!run_judges(quality_judges, "quality")) return facts;
+    for (const auto& judge : plan.performance_judges)
+      for (const auto& fixture : judge.property_strings("FIXTURES_REQUIRED")) performance_fixtures.insert(fixture);
+    // Without quality gates in the preset, every candidate test runs at once, as one part.
+    std::tie(plan.gate_inputs, plan.other_tests) = split_gate_inputs(candidate_tests, plan.quality_judges);
+    if (plan.quality_judges.empty()) {
+      plan.other_tests.insert(plan.other_tests.begin(), plan.gate_inputs.begin(), plan.gate_inputs.end());
+      plan.gate_inputs.clear();
+    }
+    plans.push_back(std::move(plan));
+  }
+
+  const auto run_candidate = [&](const std::string& preset, const std::vector<SelectedTest>& group,
+                                 const std::string& part) {
+    if (group.empty()) return true;
+    // The part's tests by name (-E of every other test of the preset would let a test the
+    // listing missed run unjudged); the judge's tests never run in the candidate's view.
+    std::vector<std::string> argv{"ctest", "--preset", preset, "-R", names_regex(group), "-FA", ".*"};
+    std::string suffix = part.empty() ? "" : "-" + part;
+    std::replace(suffix.begin(), suffix.end(), ' ', '-');
+    const fs::path console = request.run_dir / ("ctest-" + preset + suffix + ".log");
+    auto failure = run_ctest(request, View::tests, argv, "tests (" + preset + (part.empty() ? "" : ", " + part) + ")",
+                             candidate_folder(request) / ("junit-" + preset + suffix + ".xml"), console, group, preset,
+                             test_deadline, facts.tests);
+    for (auto& refusal : sandbox_refusals(console)) facts.sandbox_refusals.push_back(std::move(refusal));
+    if (failure) facts.stage_failure = failure;
+    return !failure;
+  };
+  // The judge's turn: its build and the goldens must be as recorded, its folder the driver's,
+  // its instructions the driver's own (written again before each group of judges, since the
+  // candidate's tests ran in between).
+  const auto judge_unchanged = [&]() {
+    const fs::path judge_build = request.judge_source_dir / lane.build_dir;
+    for (const auto& change :
+         describe_changes(request.judge_files, hash_folder(judge_build, build_bookkeeping()), "judge build: "))
+      facts.rejections.push_back("the judge changed during the run: " + change);
+    for (const auto& change : describe_changes(request.goldens, hash_folder(request.baseline_dir), "goldens: "))
+      facts.rejections.push_back("the goldens changed during the run: " + change);
+    progress(request).phase("judge verified");
+    return facts.rejections.empty();
+  };
+  const auto run_judges = [&](const PresetPlan& plan, const std::vector<SelectedTest>& group, const std::string& kind) {
+    if (group.empty()) return true;
+    if (!judge_unchanged()) return false;
+    fs::create_directories(judge_folder(request));
+    std::error_code ignored;
+    for (const auto& test : group) fs::remove(judge_folder(request) / judge_report_path(test), ignored);
+    write_judge_instructions(request);
+    const bool split = !plan.quality_judges.empty() && !plan.performance_judges.empty();
+    const std::string suffix = split && kind == "performance" ? "-performance" : "";
+    const std::string stage = "judge (" + plan.preset + (split ? ", " + kind : "") + ")";
+    std::vector<std::string> argv{"ctest", "--preset", plan.preset, "-R", names_regex(group), "-FA", ".*"};
+    if (auto failure = run_ctest(request, View::judge, argv, stage,
+                                 judge_folder(request) / ("junit-" + plan.preset + suffix + ".xml"),
+                                 judge_folder(request) / ("ctest-" + plan.preset + suffix + ".log"), group,
+                                 plan.preset, test_deadline, facts.tests)) {
+      facts.stage_failure = failure;
+      return false;
+    }
+    auto reports = read_reports(request, group);
+    facts.gate_reports.insert(facts.gate_reports.end(), reports.begin(), reports.end());
+    return true;
+  };
+  const auto sets_up_any = [](const std::vector<SelectedTest>& tests, const std::set<std::string>& fixtures) {
+    return std::any_of(tests.begin(), tests.end(), [&](const SelectedTest& test) {
+      const auto sets_up = test.property_strings("FIXTURES_SETUP");
+      return std::any_of(sets_up.begin(), sets_up.end(), [&](const auto& fixture) { return fixtures.count(fixture); });
+    });
+  };
+
+  // The order that decides soonest: the candidate's tests whose outputs the quality gates judge
+  // (the renders), the quality gates, then, if they held, the performance gate, and last the
+  // candidate's other tests (the kernel tests, seconds to a minute on a GPU), which a quality or
+  // a performance discard does not need. Other tests that set up a fixture a performance gate
+  // requires, and those of presets without quality gates, run in their preset's turn.
+  struct Deferred {
+    const PresetPlan* plan;
+    std::string part;
+  };
+  std::vector<Deferred> deferred;
+  for (const PresetPlan& plan : plans) {
+    // A failed quality gate or test already decides: the later presets (the performance gate's
+    // interleaved runs, minutes on a GPU) would not change it.
+    if (const auto decided = already_decided(facts)) {
+      facts.skipped_presets.push_back(plan.preset);
+      progress(request).stage_skipped("tests (" + plan.preset + ")", plan.preset, *decided);
+      continue;
+    }
+    if (!run_candidate(plan.preset, plan.gate_inputs, plan.other_tests.empty() ? "" : "gate inputs")) return facts;
+    if (!run_judges(plan, plan.quality_judges, "quality")) return facts;
     if (quality_failed(facts)) {
       // Decided: DISCARD-QUALITY. The other tests and the performance gate would not change it.
-      if (!other_tests.empty()) {
-        facts.skipped_presets.push_back(preset + " (its other tests: " + test_names(other_tests) + ")");
-        progress(request).stage_skipped("tests (" + preset + ")", preset, "a quality gate failed");
+      if (!plan.other_tests.empty()) {
+        facts.skipped_presets.push_back(plan.preset + " (its other tests: " + test_names(plan.other_tests) + ")");
+        progress(request).stage_skipped("tests (" + plan.preset + ")", plan.preset, "a quality gate failed");
       }
-      if (!performance_judges.empty()) facts.skipped_presets.push_back(preset + " (its performance gate)");
+      if (!plan.performance_judges.empty()) facts.skipped_presets.push_back(plan.preset + " (its performance gate)");
       continue;
     }
-    if (!run_candidate(other_tests, gate_inputs.empty() ? "" : "other")) return facts;
-    if (const auto decided = already_decided(facts); decided && !performance_judges.empty()) {
-      facts.skipped_presets.push_back(preset + " (its performance gate)");
-      progress(request).stage_skipped("judge (" + preset + ", performance)", preset, *decided);
+    const std::string part = plan.gate_inputs.empty() ? "" : "other";
+    if (!plan.quality_judges.empty() && !sets_up_any(plan.other_tests, performance_fixtures)) {
+      deferred.push_back({&plan, part});
+    } else {
+      if (!run_candidate(plan.preset, plan.other_tests, part)) return facts;
+    }
+    if (const auto decided = already_decided(facts); decided && !plan.performance_judges.empty()) {
+      facts.skipped_presets.push_back(plan.preset + " (its performance gate)");
+      progress(request).stage_skipped("judge (" + plan.preset + ", performance)", plan.preset, *decided);
       continue;
     }
-    if (!run_judges(performance_judges, "performance")) return facts;
+    if (!run_judges(plan, plan.performance_judges, "performance")) return facts;
+  }
+  for (const Deferred& item : deferred) {
+    const PresetPlan& plan = *item.plan;
+    if (plan.other_tests.empty()) continue;
+    std::optional<std::string> decided;
+    if (performance_discarded(facts))
+      decided = "the performance gate discarded the candidate";
+    else
+      decided = already_decided(facts);
+    if (decided) {
+      facts.skipped_presets.push_back(plan.preset + " (its other tests: " + test_names(plan.other_tests) + ")");
+      progress(request).stage_skipped("tests (" + plan.preset + ", " + item.part + ")", plan.preset, *decided);
+      continue;
+    }
+    if (!run_candidate(plan.preset, plan.other_tests, item.part)) return facts;
   }
   return facts;
 }

@@ -451,6 +451,29 @@ TEST(Decision, PresetsSkippedAfterAQualityFailureDiscardForQuality) {
   EXPECT_EQ(decide(facts).status, Status::crash);
 }
 
+TEST(Decision, OtherTestsSkippedAfterAPerformanceDiscardDiscardForPerformance) {
+  // The candidate's other tests run after the performance gate; a gate that judged and did not
+  // pass decides, and the reasons say what was not run after it.
+  RunFacts facts = passing_run();
+  facts.tests.erase(facts.tests.begin());  // unit_a: one of the other tests, not run
+  facts.tests.back().outcome = TestOutcome::failed;
+  facts.gate_reports.back()["passed"] = false;
+  facts.gate_reports.back()["reasons"] = {"median regressed 3%"};
+  facts.skipped_presets = {"fixture (its other tests: unit_a)"};
+  Decision decision = decide(facts);
+  EXPECT_EQ(decision.status, Status::discard_performance);
+  EXPECT_EQ(decision.reasons,
+            (std::vector<std::string>{"median regressed 3%",
+                                      "not run after the performance discard: test preset fixture (its other tests: unit_a)"}));
+  // A performance gate that passed decides nothing: the skip crashes the run.
+  facts.tests.back().outcome = TestOutcome::passed;
+  facts.gate_reports.back()["passed"] = true;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+  // Nor does a failed perf test whose report says it passed.
+  facts.tests.back().outcome = TestOutcome::failed;
+  EXPECT_EQ(decide(facts).status, Status::crash);
+}
+
 TEST(Decision, APerformanceGateSkippedAfterAFailedTestIsACrashNamingBoth) {
   // A correctness test failed with the quality intact: CRASH whatever the performance gate would
   // say, so it is not run; the reasons name the test, then what was not run.

@@ -158,6 +158,8 @@ ar slow experiment --classification exact --description "unroll by four"
 expect_rc 3
 expect_line "status: DISCARD-PERFORMANCE"
 expect_line "quality: 3/3 quality tests passed"
+# No CMake file changed since the last configure of the candidate's folder: it is not run again.
+expect_line_re "  configure +skipped \(the CMake files, preset, environment and cache are those of the folder's last configure\)"
 # The plans are 15 and 30 ms; the measured times carry the machine's overhead (the KEEP above
 # allows 14.9 to 19 ms), so the regression shows as anything from about 58% to 100%.
 expect_text_re "median regressed ([5-9][0-9]|1[0-9][0-9])(\.[0-9]+)?%"
@@ -203,7 +205,8 @@ expect_gone() {
 step "a hang -> CRASH by timeout, no process left behind"
 cat >"$REPO/src/work.cpp" <<CPP
 $ENGINE_CPP
-// A deadlock in the unit test, with a helper that escapes the process group the way a daemon would.
+// A deadlock in the image (the performance gate's benchmark meets it first), with a helper that
+// escapes the process group the way a daemon would.
 std::array<float, kImageValues> fixture_image(std::uint64_t) {
   prctl(PR_SET_NAME, "$HANG_NAME");
   pid_t helper = fork();
@@ -211,7 +214,10 @@ std::array<float, kImageValues> fixture_image(std::uint64_t) {
     setsid();
     for (;;) pause();
   }
-  if (const char* outputs = std::getenv("DIT_OUTPUT_DIR")) std::ofstream(std::string(outputs) + "/hang.started") << helper << "\n";
+  // Written where the process can: the tests' output folder, or (a timed process of the
+  // performance gate, which now runs first) its private TMPDIR.
+  for (const char* folder : {std::getenv("DIT_OUTPUT_DIR"), std::getenv("TMPDIR")})
+    if (folder) std::ofstream(std::string(folder) + "/hang.started") << helper << "\n";
   for (;;) pause();
 }
 CPP
@@ -223,7 +229,7 @@ expect_line "status: CRASH"
 expect_text "timed out"
 expect_discarded "$HANG" "$FAST"
 expect_row 6 CRASH exact "$HANG"
-[ -f "$(run_dir_of 6)/outputs/hang.started" ] || fail "the hung test did not start (no $(run_dir_of 6)/outputs/hang.started)"
+find "$(run_dir_of 6)" -name hang.started | grep -q . || fail "the hung process did not start (no hang.started under $(run_dir_of 6))"
 expect_gone "$HANG_NAME" "the hung test"
 
 step "a gate test removed by mutable CMake code -> REJECTED (the test set differs from the judge build's)"
@@ -241,6 +247,7 @@ ar nogate experiment --classification exact --description "drop a check"
 expect_rc 5
 expect_line "status: REJECTED"
 expect_text "critical_case_zero"
+expect_line_re "  configure +ok +[0-9.]+ s"  # a CMake file changed: configured again
 expect_discarded "$NOGATE" "$FAST"
 expect_row 7 REJECTED exact "$NOGATE"
 
@@ -496,19 +503,47 @@ expect_discarded "$REFOLD" "$FUSED"
 cmp -s "$LAST" "$(run_dir_of "$(rows)")/progress.jsonl" ||
   fail "the run folder's progress.jsonl is not the events --progress=json printed"
 
-step "a correctness test broken with the quality intact -> CRASH, the performance gate not run"
+step "a correctness test broken and the timed outputs changed -> DISCARD-PERFORMANCE, the other tests not run"
+# The performance gate runs before the candidate's other tests: a performance discard does not
+# wait for them.
 sed -i 's/(seed >> (16 \* k)) \& 0xffff/k/' "$REPO/src/work.cpp"
 grep -q 'engine(static_cast<int>(k))' "$REPO/src/work.cpp" || fail "the seed-blind variant was not made"
 commit_change "Drop the seed from the image"
 SEEDLESS=$(head_sha)
 ar seedless experiment --classification exact --description "seedless images"
+expect_rc 3
+expect_line "status: DISCARD-PERFORMANCE"
+expect_text "is not byte-identical"
+expect_text "not run after the performance discard: test preset fixture (its other tests: unit_work)"
+expect_discarded "$SEEDLESS" "$FUSED"
+expect_row "$(rows)" DISCARD-PERFORMANCE exact "$SEEDLESS"
+[ -e "$(run_dir_of "$(rows)")/judge/gates/performance.json" ] || fail "the performance gate did not judge"
+[ ! -e "$(run_dir_of "$(rows)")/candidate/junit-fixture-other.xml" ] || fail "the other tests ran after the discard"
+
+step "a correctness test broken with the quality and timed outputs intact -> CRASH after the performance gate"
+# A stale-cache bug: an image asked for twice in a row with one seed differs the second time. The
+# unit test asks twice; the gates' renders and timed images never repeat a seed.
+python3 - "$REPO/src/work.cpp" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path, encoding="utf-8").read()
+old = "  return image;\n}"
+assert text.count(old) == 1, "fixture_image's end not found"
+text = text.replace(old, "  static std::uint64_t previous = ~std::uint64_t{0};\n"
+                         "  if (seed == previous) image[0] += 1.0f;\n"
+                         "  previous = seed;\n" + old)
+open(path, "w", encoding="utf-8").write(text)
+PY
+set_plan 4  # and faster: the performance gate passes it to the other tests
+commit_change "Remember the last seed"
+SEEDLESS=$(head_sha)
+ar stale experiment --classification exact --description "stale image cache"
 expect_rc 4
 expect_line "status: CRASH"
 expect_text "unit_work failed"
-expect_text "not run after the failure: test preset fixture-perf"
 expect_discarded "$SEEDLESS" "$FUSED"
 expect_row "$(rows)" CRASH exact "$SEEDLESS"
-[ ! -e "$(run_dir_of "$(rows)")/judge/gates/performance.json" ] || fail "the performance gate ran after a failed test"
+[ -e "$(run_dir_of "$(rows)")/judge/gates/performance.json" ] || fail "the performance gate did not run before the other tests"
 # Under text progress too, the run folder keeps the events: the start first, the CRASH last, and
 # every stage that ended between them with its time.
 python3 - "$(run_dir_of "$(rows)")/progress.jsonl" "$SEEDLESS" <<'PY' || fail "the text run's progress.jsonl is not its events"
