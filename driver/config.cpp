@@ -192,7 +192,8 @@ Lane lane_from_json(const json& object, const std::string& where) {
   reject_unknown_keys(object, where,
                       {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "gpu",
                        "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
-                       "max_rounds", "guardrails", "mode", "record_baseline_commands", "refused_classifications"});
+                       "max_rounds", "guardrails", "mode", "record_baseline_commands", "refused_classifications",
+                       "gate_input_targets"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");
@@ -202,6 +203,10 @@ Lane lane_from_json(const json& object, const std::string& where) {
   if (lane.test_presets.empty()) fail(where + ".test_presets", "must name at least one test preset");
   lane.build_dir = checked_repository_path(read_string(object, "build_dir", where, "build/" + lane.configure_preset),
                                            where + ".build_dir");
+  lane.gate_input_targets = read_strings(object, "gate_input_targets", where, false);
+  for (const auto& target : lane.gate_input_targets)
+    if (target.empty() || target.front() == '-')
+      fail(where + ".gate_input_targets", "'" + target + "' is not a build target name");
   lane.gpu = read_bool(object, "gpu", where, true);
   lane.objective = parse_objective(read_object(object, "objective", where), where + ".objective");
   lane.min_improvement_percent = read_number(object, "min_improvement_percent", where, 1.0, 0.0);
@@ -365,6 +370,7 @@ nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_p
         {"peak_memory_counter", lane.guardrails.peak_memory_counter}}},
       {"record_baseline_commands", lane.record_baseline_commands},
       {"refused_classifications", lane.refused_classifications},
+      {"gate_input_targets", lane.gate_input_targets},
   };
 }
 

@@ -59,6 +59,10 @@ struct Lane {
   std::string build_preset;
   std::vector<std::string> test_presets;  // run in order; their results are merged
   std::string build_dir;                  // relative to the source tree, e.g. "build/a5500"
+  // When not empty, the build targets the quality gates' inputs need (the renderer): a candidate
+  // builds these first, runs its renders and the quality gates, and builds the rest of the build
+  // preset only when they held, so that a quality discard does not wait for the other targets.
+  std::vector<std::string> gate_input_targets;
   bool gpu = true;                        // whether its stages need a GPU (false: a CPU lane)
   Objective objective;
   double min_improvement_percent = 1.0;

@@ -329,6 +329,34 @@ std::optional<std::vector<SelectedTest>> list_tests(const RunRequest& request, c
   return parse_test_listing(read_json_file(listing), listing.string());
 }
 
+// Compares the listing of `preset` with the baseline's signature; a difference is a rejection.
+// With `built`, a test outside it whose command the listing lacks (its executable not built yet)
+// is compared without it: its command is checked at the next listing.
+bool check_signature(const RunRequest& request, const std::string& preset, const std::vector<SelectedTest>& tests,
+                     const std::set<std::string>* built, RunFacts& facts) {
+  if (!request.test_signature) return true;
+  const nlohmann::json expected =
+      request.test_signature->contains(preset) ? request.test_signature->at(preset) : nlohmann::json::array();
+  nlohmann::json found = test_signature(tests, build_folder(request).string(), request.source_dir.string());
+  if (built && expected.is_array()) {
+    std::map<std::string, const nlohmann::json*> expected_by_name;
+    for (const auto& entry : expected)
+      if (entry.is_object() && entry.contains("name") && entry["name"].is_string())
+        expected_by_name[entry["name"].get<std::string>()] = &entry;
+    for (auto& entry : found) {
+      const std::string name = entry.value("name", "");
+      const nlohmann::json command = entry.value("command", nlohmann::json());
+      const bool unbuilt = command.is_null() || (command.is_array() && command.empty());
+      auto match = expected_by_name.find(name);
+      if (unbuilt && !built->count(name) && match != expected_by_name.end() && match->second->contains("command"))
+        entry["command"] = match->second->at("command");
+    }
+  }
+  for (const auto& difference : signature_differences(expected, found))
+    facts.rejections.push_back("test set differs from the baseline's (preset " + preset + "): " + difference);
+  return facts.rejections.empty();
+}
+
 }  // namespace
 
 std::optional<std::string> out_of_space_evidence(const fs::path& run_dir, const fs::path& state_root) {
@@ -462,7 +490,7 @@ std::optional<std::string> configure_still_current(const fs::path& folder, const
   return "the CMake files, preset, environment and cache are those of the folder's last configure";
 }
 
-std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
+std::optional<std::string> configure_only(const RunRequest& request, const std::string& log_prefix) {
   const Config& config = *request.config;
   const Lane& lane = *request.lane;
   const fs::path folder = build_folder(request);
@@ -470,24 +498,41 @@ std::optional<std::string> configure_and_build(const RunRequest& request, const 
   fs::create_directories(request.cache_dir);
   if (auto current = configure_still_current(folder, inputs)) {
     progress(request).stage_skipped(log_prefix + "configure", lane.configure_preset, *current);
-  } else {
-    prepare_build_folder(folder);
-    fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
-    progress(request).stage_started(log_prefix + "configure", lane.configure_preset);
-    ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset},
-                                        configure_log, config.timeouts.configure);
-    report_stage(request, log_prefix + "configure", lane.configure_preset, configure);
-    if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
-    mark_configured(folder, inputs);
+    return std::nullopt;
   }
-  fs::path build_log = request.run_dir / (log_prefix + "build.log");
+  prepare_build_folder(folder);
+  fs::path configure_log = request.run_dir / (log_prefix + "configure.log");
+  progress(request).stage_started(log_prefix + "configure", lane.configure_preset);
+  ProcessResult configure = run_stage(request, View::build, {"cmake", "--preset", lane.configure_preset}, configure_log,
+                                      config.timeouts.configure);
+  report_stage(request, log_prefix + "configure", lane.configure_preset, configure);
+  if (auto failure = stage_failure(log_prefix + "configure", configure, configure_log)) return failure;
+  mark_configured(folder, inputs);
+  return std::nullopt;
+}
+
+// The lane's build preset, or only `targets` of it (stage "<prefix>build (gate inputs)").
+std::optional<std::string> build_only(const RunRequest& request, const std::string& log_prefix,
+                                      const std::vector<std::string>& targets = {}) {
+  const Lane& lane = *request.lane;
+  const std::string stage = log_prefix + (targets.empty() ? "build" : "build (gate inputs)");
+  const fs::path build_log = request.run_dir / (log_prefix + (targets.empty() ? "build.log" : "build-gate-inputs.log"));
+  std::vector<std::string> argv{"cmake", "--build", "--preset", lane.build_preset};
+  if (!targets.empty()) {
+    argv.push_back("--target");
+    argv.insert(argv.end(), targets.begin(), targets.end());
+  }
   ProcessResult build = [&] {
-    Heartbeat heartbeat(request, log_prefix + "build", lane.build_preset, {build_log});
-    return run_stage(request, View::build, {"cmake", "--build", "--preset", lane.build_preset}, build_log,
-                     config.timeouts.build);
+    Heartbeat heartbeat(request, stage, lane.build_preset, {build_log});
+    return run_stage(request, View::build, argv, build_log, request.config->timeouts.build);
   }();
-  report_stage(request, log_prefix + "build", lane.build_preset, build);
-  return stage_failure(log_prefix + "build", build, build_log);
+  report_stage(request, stage, lane.build_preset, build);
+  return stage_failure(stage, build, build_log);
+}
+
+std::optional<std::string> configure_and_build(const RunRequest& request, const std::string& log_prefix) {
+  if (auto failure = configure_only(request, log_prefix)) return failure;
+  return build_only(request, log_prefix);
 }
 
 std::optional<std::string> configure_and_build_judge(const RunRequest& request) {
@@ -533,8 +578,14 @@ RunFacts run_commit(const RunRequest& request) {
   fs::create_directories(outputs_folder(request));
   fs::create_directories(candidate_folder(request));
 
+  // With gate input targets, only those are built before the quality gates; the rest of the
+  // build preset once they held (build_rest), before anything else of the candidate's runs.
+  bool rest_to_build = false;
   if (!request.already_built) {
-    if (auto failure = configure_and_build(request, "")) {
+    rest_to_build = !lane.gate_input_targets.empty();
+    std::optional<std::string> failure = configure_only(request, "");
+    if (!failure) failure = build_only(request, "", lane.gate_input_targets);
+    if (failure) {
       facts.stage_failure = failure;
       return facts;
     }
@@ -555,14 +606,6 @@ RunFacts run_commit(const RunRequest& request) {
     auto selected = list_tests(request, preset, facts);
     if (!selected) return facts;
     progress(request).phase("tests listed (" + preset + ")");
-    if (request.test_signature) {
-      const nlohmann::json expected =
-          request.test_signature->contains(preset) ? request.test_signature->at(preset) : nlohmann::json::array();
-      for (const auto& difference : signature_differences(
-               expected, test_signature(*selected, build_folder(request).string(), request.source_dir.string())))
-        facts.rejections.push_back("test set differs from the baseline's (preset " + preset + "): " + difference);
-      if (!facts.rejections.empty()) return facts;
-    }
     PresetPlan plan{preset, {}, {}, {}, {}};
     std::vector<SelectedTest> candidate_tests;
     for (const auto& test : *selected) {
@@ -579,8 +622,28 @@ RunFacts run_commit(const RunRequest& request) {
       plan.other_tests.insert(plan.other_tests.begin(), plan.gate_inputs.begin(), plan.gate_inputs.end());
       plan.gate_inputs.clear();
     }
+    // Before the rest of the build, CTest lists no command for a test whose executable is not
+    // built yet: the others' commands are checked now, those once the rest is built.
+    std::set<std::string> built;
+    for (const auto& test : plan.gate_inputs) built.insert(test.name);
+    if (!check_signature(request, preset, *selected, rest_to_build ? &built : nullptr, facts)) return facts;
     plans.push_back(std::move(plan));
   }
+  // The rest of the build preset, then every preset's listing again, checked whole.
+  const auto build_rest = [&]() {
+    if (!rest_to_build) return true;
+    rest_to_build = false;
+    if (auto failure = build_only(request, "")) {
+      facts.stage_failure = failure;
+      return false;
+    }
+    for (const auto& plan : plans) {
+      auto selected = list_tests(request, plan.preset, facts);
+      if (!selected || !check_signature(request, plan.preset, *selected, nullptr, facts)) return false;
+    }
+    progress(request).phase("tests listed again after the build");
+    return true;
+  };
 
   const auto run_candidate = [&](const std::string& preset, const std::vector<SelectedTest>& group,
                                  const std::string& part) {
@@ -658,6 +721,8 @@ RunFacts run_commit(const RunRequest& request) {
       progress(request).stage_skipped("tests (" + plan.preset + ")", plan.preset, *decided);
       continue;
     }
+    // Without gate inputs, the preset's tests need the whole build.
+    if (plan.gate_inputs.empty() && !build_rest()) return facts;
     if (!run_candidate(plan.preset, plan.gate_inputs, plan.other_tests.empty() ? "" : "gate inputs")) return facts;
     if (!run_judges(plan, plan.quality_judges, "quality")) return facts;
     if (quality_failed(facts)) {
@@ -669,6 +734,7 @@ RunFacts run_commit(const RunRequest& request) {
       if (!plan.performance_judges.empty()) facts.skipped_presets.push_back(plan.preset + " (its performance gate)");
       continue;
     }
+    if (!build_rest()) return facts;
     const std::string part = plan.gate_inputs.empty() ? "" : "other";
     if (!plan.quality_judges.empty() && !sets_up_any(plan.other_tests, performance_fixtures)) {
       deferred.push_back({&plan, part});

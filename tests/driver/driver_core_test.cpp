@@ -212,6 +212,20 @@ TEST(Config, ALaneNamesTheClassesItRefusesAndWhy) {
   EXPECT_EQ(lane_to_json(lane, 1.0)["refused_classifications"]["approximate"], "seeded random weights");
 }
 
+TEST(Config, ALaneNamesItsGateInputTargets) {
+  nlohmann::json document = minimal_config();
+  EXPECT_TRUE(parse_config(document, "cfg.json", "/repo").lane("l").gate_input_targets.empty());
+  document["lanes"]["l"]["gate_input_targets"] = {"renderer"};
+  const Lane lane = parse_config(document, "cfg.json", "/repo").lane("l");
+  EXPECT_EQ(lane.gate_input_targets, std::vector<std::string>{"renderer"});
+  EXPECT_EQ(lane_from_json(lane_to_json(lane, 1.0), "lane.json").gate_input_targets, lane.gate_input_targets);
+  document["lanes"]["l"]["gate_input_targets"] = {"--target"};
+  EXPECT_NE(config_error(document).find("cfg.json.lanes.l.gate_input_targets: '--target' is not a build target name"),
+            std::string::npos);
+  document["lanes"]["l"]["gate_input_targets"] = "renderer";
+  EXPECT_NE(config_error(document).find("gate_input_targets"), std::string::npos);
+}
+
 TEST(Config, TheProjectConfigRefusesWhatEachLaneCannotJudge) {
   const Config config = load_config(DIT_SOURCE_DIR "/config/autoresearch.json", DIT_SOURCE_DIR);
   for (const auto& [name, lane] : config.lanes) {
