@@ -189,11 +189,11 @@ std::vector<std::vector<std::string>> parse_commands(const json& commands, const
 
 Lane lane_from_json(const json& object, const std::string& where) {
   if (!object.is_object()) fail(where, "must be an object");
-  reject_unknown_keys(object, where,
-                      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "gpu",
-                       "objective", "min_improvement_percent", "max_min_improvement_percent", "repetitions",
-                       "max_rounds", "guardrails", "mode", "record_baseline_commands", "refused_classifications",
-                       "gate_input_targets"});
+  reject_unknown_keys(
+      object, where,
+      {"name", "description", "configure_preset", "build_preset", "test_presets", "build_dir", "gpu", "objective",
+       "min_improvement_percent", "max_min_improvement_percent", "repetitions", "max_rounds", "guardrails", "mode",
+       "record_baseline_commands", "refused_classifications", "gate_input_targets"});
   Lane lane;
   lane.name = read_string(object, "name", where, "");
   lane.description = read_string(object, "description", where, "");

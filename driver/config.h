@@ -63,7 +63,7 @@ struct Lane {
   // builds these first, runs its renders and the quality gates, and builds the rest of the build
   // preset only when they held, so that a quality discard does not wait for the other targets.
   std::vector<std::string> gate_input_targets;
-  bool gpu = true;                        // whether its stages need a GPU (false: a CPU lane)
+  bool gpu = true;  // whether its stages need a GPU (false: a CPU lane)
   Objective objective;
   double min_improvement_percent = 1.0;
   // The largest minimum improvement the baseline's A/A noise may raise it to: above it the

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <tuple>
 
@@ -434,12 +435,19 @@ bool is_cmake_input(const fs::path& file) {
 
 std::string configure_inputs(const fs::path& source_dir, const std::string& preset) {
   Sha256 hash;
-  hash.update("preset\0" + preset + "\0");
+  // Each field as its tag, its value and a NUL after each: no two sets of fields read alike.
+  const auto field = [&hash](std::string_view tag, std::string_view value) {
+    hash.update(tag);
+    hash.update(std::string_view("\0", 1));
+    hash.update(value);
+    hash.update(std::string_view("\0", 1));
+  };
+  field("preset", preset);
   // The environment the configure inherits (the driver's, constant within one run of it).
   std::vector<std::string> variables;
   for (char** entry = environ; entry && *entry; ++entry) variables.emplace_back(*entry);
   std::sort(variables.begin(), variables.end());
-  for (const auto& variable : variables) hash.update("env\0" + variable + "\0");
+  for (const auto& variable : variables) field("env", variable);
   // The GPUs a configure lists for CTest (cmake/DitGpuResources.cmake).
   std::vector<std::string> nodes;
   std::error_code error;
@@ -449,7 +457,7 @@ std::string configure_inputs(const fs::path& source_dir, const std::string& pres
     if (name.rfind("nvidia", 0) == 0) nodes.push_back(name);
   }
   std::sort(nodes.begin(), nodes.end());
-  for (const auto& node : nodes) hash.update("device\0" + node + "\0");
+  for (const auto& node : nodes) field("device", node);
   // Every CMake file of the tree by content, build folders and dot-folders left out.
   std::vector<std::pair<std::string, fs::path>> files;
   auto walk = fs::recursive_directory_iterator(source_dir, error);
@@ -465,7 +473,10 @@ std::string configure_inputs(const fs::path& source_dir, const std::string& pres
   }
   if (error) return "";  // unreadable: configure
   std::sort(files.begin(), files.end());
-  for (const auto& [name, path] : files) hash.update("file\0" + name + "\0" + sha256_file(path.string()) + "\0");
+  for (const auto& [name, path] : files) {
+    field("file", name);
+    field("sha256", sha256_file(path.string()));
+  }
   return hash.hex_digest();
 }
 
@@ -687,8 +698,8 @@ RunFacts run_commit(const RunRequest& request) {
     std::vector<std::string> argv{"ctest", "--preset", plan.preset, "-R", names_regex(group), "-FA", ".*"};
     if (auto failure = run_ctest(request, View::judge, argv, stage,
                                  judge_folder(request) / ("junit-" + plan.preset + suffix + ".xml"),
-                                 judge_folder(request) / ("ctest-" + plan.preset + suffix + ".log"), group,
-                                 plan.preset, test_deadline, facts.tests)) {
+                                 judge_folder(request) / ("ctest-" + plan.preset + suffix + ".log"), group, plan.preset,
+                                 test_deadline, facts.tests)) {
       facts.stage_failure = failure;
       return false;
     }

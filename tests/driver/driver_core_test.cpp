@@ -477,8 +477,9 @@ TEST(Decision, OtherTestsSkippedAfterAPerformanceDiscardDiscardForPerformance) {
   Decision decision = decide(facts);
   EXPECT_EQ(decision.status, Status::discard_performance);
   EXPECT_EQ(decision.reasons,
-            (std::vector<std::string>{"median regressed 3%",
-                                      "not run after the performance discard: test preset fixture (its other tests: unit_a)"}));
+            (std::vector<std::string>{
+                "median regressed 3%",
+                "not run after the performance discard: test preset fixture (its other tests: unit_a)"}));
   // A performance gate that passed decides nothing: the skip crashes the run.
   facts.tests.back().outcome = TestOutcome::passed;
   facts.gate_reports.back()["passed"] = true;
