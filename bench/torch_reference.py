@@ -17,6 +17,8 @@ schedule and DDPM sampler). It does, in order:
    (mode="reduce-overhead") in fp16 for DiT-XL/2 at 256 (batch 2 and 64) and 512 (batch 2),
    plus one whole image (250 DDPM steps, guidance 4.0, no VAE decode), each iteration on fresh
    inputs, and prints one table: the engine (read from its benchmark JSON) against each mode.
+   Mode `floor` is the library floor of a forward pass (library_floor): its matrix products
+   and attention calls alone, graph-captured; the engine's speed targets are stated against it.
 
 Usage:
   bench/torch_reference.py --check-only                       # step 1 (CPU is enough)
@@ -435,6 +437,68 @@ def time_image(forward, image_size: int, runs: int, mark_step: bool) -> float:
     return statistics.median(times)
 
 
+def library_floor(weights, image_size: int, batch: int, replays: int = 50) -> float:
+    """Median milliseconds of the library floor of one fp16 forward pass: every matrix product
+    and attention call of the pass and nothing else, each on the libraries PyTorch calls
+    (cuBLAS for the linear layers, cuDNN for the patch embedding's convolution, the fused
+    scaled_dot_product_attention), captured in one CUDA Graph and replayed. LayerNorms,
+    modulations, gated residuals, GELU, SiLU, the embeddings' sinusoid and the layout copies
+    between them are left out: inputs of each product are preallocated tensors of its shape
+    (their values do not change the time), so nothing but the products runs. An engine built on
+    these libraries cannot go below it without faster products."""
+    config = xl2(image_size)
+    hidden, heads, depth = config["hidden_size"], config["num_heads"], config["depth"]
+    tokens = (config["input_size"] // config["patch_size"]) ** 2
+    device, dtype = "cuda", torch.float16
+    w = {name: tensor.to(device=device, dtype=dtype) for name, tensor in weights.items() if name != "pos_embed"}
+    generator = torch.Generator(device=device).manual_seed(11)
+
+    def rand(*shape):
+        return torch.randn(shape, device=device, dtype=dtype, generator=generator)
+
+    latents = rand(batch, 4, config["input_size"], config["input_size"])
+    frequencies, c = rand(batch, 256), rand(batch, hidden)
+    normed, attended, activated = rand(batch, tokens, hidden), rand(batch, tokens, hidden), rand(batch, tokens, 4 * hidden)
+
+    def products():
+        F.conv2d(latents, w["x_embedder.proj.weight"], w["x_embedder.proj.bias"], stride=config["patch_size"])
+        F.linear(F.linear(frequencies, w["t_embedder.mlp.0.weight"], w["t_embedder.mlp.0.bias"]),
+                 w["t_embedder.mlp.2.weight"], w["t_embedder.mlp.2.bias"])
+        for i in range(depth):
+            b = f"blocks.{i}."
+            F.linear(c, w[b + "adaLN_modulation.1.weight"], w[b + "adaLN_modulation.1.bias"])
+            qkv = F.linear(normed, w[b + "attn.qkv.weight"], w[b + "attn.qkv.bias"])
+            q, k, v = qkv.reshape(batch, tokens, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4).unbind(0)
+            F.scaled_dot_product_attention(q, k, v)
+            F.linear(attended, w[b + "attn.proj.weight"], w[b + "attn.proj.bias"])
+            F.linear(normed, w[b + "mlp.fc1.weight"], w[b + "mlp.fc1.bias"])
+            F.linear(activated, w[b + "mlp.fc2.weight"], w[b + "mlp.fc2.bias"])
+        F.linear(c, w["final_layer.adaLN_modulation.1.weight"], w["final_layer.adaLN_modulation.1.bias"])
+        F.linear(normed, w["final_layer.linear.weight"], w["final_layer.linear.bias"])
+
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # library handles, algorithm choices, the attention backend
+                products()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            products()
+        for _ in range(5):
+            graph.replay()
+        times = []
+        for _ in range(replays):
+            start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            stop.record()
+            stop.synchronize()
+            times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
 def measure_torch(weights, modes: list[str], image_runs: int) -> dict:
     import torch._dynamo
 
@@ -442,6 +506,12 @@ def measure_torch(weights, modes: list[str], image_runs: int) -> dict:
     results = {}
     models = {size: build_model(weights, size, torch.float16, "cuda") for size in {s for s, _ in FORWARD_WORKLOADS}}
     for mode in modes:
+        if mode == "floor":  # the libraries' products alone (library_floor); no whole image
+            for size, batch in FORWARD_WORKLOADS:
+                ms = library_floor(weights, size, batch)
+                results[f"forward/{size}/batch:{batch}/floor"] = ms
+                print(f"  {mode:<15} forward {size} batch {batch:<3} {ms:9.3f} ms", flush=True)
+            continue
         torch._dynamo.reset()
         mark_step = mode == "compile+graphs"
         compiled = {}
@@ -523,8 +593,8 @@ def main() -> int:
     parser.add_argument("--engine-build", type=pathlib.Path, help="build directory with bench/bench_forward")
     parser.add_argument("--engine-json", type=pathlib.Path, action="append", default=[],
                         help="engine benchmark JSON (bench_forward, bench_e2e); repeatable")
-    parser.add_argument("--modes", default="eager,compile,compile+graphs",
-                        help="PyTorch modes to time, comma-separated")
+    parser.add_argument("--modes", default="eager,compile,compile+graphs,floor",
+                        help="PyTorch modes to time, comma-separated (eager, compile, compile+graphs, floor)")
     parser.add_argument("--image-runs", type=int, default=2, help="timed whole-image runs per mode")
     parser.add_argument("--work-dir", type=pathlib.Path, help="where the checkpoint and inputs go")
     parser.add_argument("--out", type=pathlib.Path, help="write every figure as JSON here")
@@ -559,6 +629,14 @@ def main() -> int:
     engine = engine_figures(args.engine_json)
     report["engine_ms"] = engine
     print_table(engine, report["torch_ms"], modes, gpu)
+    if "floor" in modes:  # the engine's time as a fraction of the libraries' products alone
+        report["engine_over_floor"] = {}
+        for size, batch in FORWARD_WORKLOADS:
+            key = f"forward/{size}/batch:{batch}"
+            floor, mine = report["torch_ms"].get(f"{key}/floor"), engine.get(key)
+            if floor and mine:
+                report["engine_over_floor"][key] = mine / floor
+                print(f"engine / floor, {key}: {mine / floor:.3f}")
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     agreement = report.get("agreement")
