@@ -23,7 +23,8 @@
 #             the record, test and session stages judge under them; packed as calibration.tgz
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it (without record: a plain run, which records the
-#             baselines itself), JUnit ctest-a5500.xml
+#             baselines itself), JUnit ctest-a5500.xml; record and test first calibrate the sets
+#             of LEASE_CALIBRATE_SETS this GPU has no floors for, as the calibrate stage would
 #   workflow  cmake --workflow --preset LEASE_WORKFLOW (default a5500-fp16-session-256): a lane's
 #             configure, build and test presets as CI would run them; JUnit in logs/workflow/
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
@@ -191,7 +192,27 @@ stage_calibrate() {
   return $status
 }
 
+# The GPU gate sets of LEASE_CALIBRATE_SETS that the contract has no floors for on this GPU are
+# calibrated before record and test judge them (once a lease): without floors every gate of such
+# a set refuses ("never been calibrated on this device"), and a test stage on a newly lent kind
+# of GPU would fail for that alone (23 refusals on an H100 on 2026-12-05).
+ensure_floors() {
+  [ -z "$calibrated_rev" ] || return 0
+  local missing
+  missing=$(python3 - "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" ${LEASE_CALIBRATE_SETS//,/ } <<'PY'
+import json, sys
+gpu, sets = sys.argv[1], sys.argv[2:]
+floors = json.load(open("quality/contract.json")).get("floors", {}).get(gpu, {})
+print(",".join(s for s in sets if s not in floors))
+PY
+  ) || return 1
+  [ -n "$missing" ] || return 0
+  echo "lease: no floors on this GPU for gate sets $missing: calibrating them first"
+  LEASE_CALIBRATE_SETS=$missing stage_calibrate
+}
+
 stage_record() {
+  ensure_floors || return 1
   "$build/quality/dit-quality" baseline --gate-sets "$build/quality/gate-sets.json" --baseline-dir "$baseline" \
     >"$work/logs/record.log" 2>&1 || { tail -20 "$work/logs/record.log"; return 1; }
 }
@@ -200,6 +221,7 @@ stage_record() {
 # setup fixtures record every gate set's baseline first (into .autoresearch/baseline).
 stage_test() {
   local with=()
+  ensure_floors || return 1
   [[ ,$stages, == *,record,* ]] && with=(env "DIT_BASELINE_DIR=$baseline")
   "${with[@]}" ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" >"$work/ctest-a5500.log" 2>&1
   local status=$?
