@@ -192,27 +192,31 @@ stage_calibrate() {
   return $status
 }
 
-# The GPU gate sets of LEASE_CALIBRATE_SETS that the contract has no floors for on this GPU are
-# calibrated before record and test judge them (once a lease): without floors every gate of such
-# a set refuses ("never been calibrated on this device"), and a test stage on a newly lent kind
-# of GPU would fail for that alone (23 refusals on an H100 on 2026-12-05).
-ensure_floors() {
-  [ -z "$calibrated_rev" ] || return 0
-  local missing
-  missing=$(python3 - "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" ${LEASE_CALIBRATE_SETS//,/ } <<'PY'
+# The gate sets among "$@" that the contract has no floors for on this GPU (their gates would
+# refuse: "never been calibrated on this device"), printed comma-separated, empty when none.
+sets_without_floors() {
+  python3 - "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$@" <<'PY'
 import json, sys
 gpu, sets = sys.argv[1], sys.argv[2:]
 floors = json.load(open("quality/contract.json")).get("floors", {}).get(gpu, {})
 print(",".join(s for s in sets if s not in floors))
 PY
-  ) || return 1
+}
+
+# Calibrates the sets among "$@" that this GPU has no floors for, as the calibrate stage would,
+# before a stage judges them: record and test over LEASE_CALIBRATE_SETS (on an H100 whose floors
+# covered two sets, a test stage failed 23 gates for that alone, 2026-12-05), a session over its
+# lanes' sets.
+ensure_floors() {
+  local missing
+  missing=$(sets_without_floors "$@") || return 1
   [ -n "$missing" ] || return 0
   echo "lease: no floors on this GPU for gate sets $missing: calibrating them first"
   LEASE_CALIBRATE_SETS=$missing stage_calibrate
 }
 
 stage_record() {
-  ensure_floors || return 1
+  ensure_floors ${LEASE_CALIBRATE_SETS//,/ } || return 1
   "$build/quality/dit-quality" baseline --gate-sets "$build/quality/gate-sets.json" --baseline-dir "$baseline" \
     >"$work/logs/record.log" 2>&1 || { tail -20 "$work/logs/record.log"; return 1; }
 }
@@ -221,7 +225,7 @@ stage_record() {
 # setup fixtures record every gate set's baseline first (into .autoresearch/baseline).
 stage_test() {
   local with=()
-  ensure_floors || return 1
+  ensure_floors ${LEASE_CALIBRATE_SETS//,/ } || return 1
   [[ ,$stages, == *,record,* ]] && with=(env "DIT_BASELINE_DIR=$baseline")
   "${with[@]}" ctest --preset a5500 -j 8 --output-junit "$work/ctest-a5500.xml" >"$work/ctest-a5500.log" 2>&1
   local status=$?
@@ -346,38 +350,31 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   return $status
 }
 
-# The gate sets of the session's lanes that the contract has no floors for on this GPU (their
-# baselines would be refused): printed comma-separated, empty when every set is calibrated.
-uncalibrated_sets() {
-  python3 - "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" "$@" <<'PY'
+# The gate sets the session's lanes record baselines of (config/autoresearch.json), one a line.
+lane_gate_sets() {
+  python3 - "$@" <<'PY'
 import json, sys
-gpu, lanes = sys.argv[1], sys.argv[2:]
 config = json.load(open("config/autoresearch.json"))
-floors = json.load(open("quality/contract.json")).get("floors", {})
-missing = []
-for name in lanes:
+seen = []
+for name in sys.argv[1:]:
     lane = config["lanes"].get(name, {})
-    device = gpu if lane.get("gpu", True) else "cpu"
+    if not lane.get("gpu", True):  # a CPU lane's floors are the contract's "cpu" ones
+        continue
     for command in lane.get("record_baseline_commands", []):
-        if "--set" in command:
-            gate_set = command[command.index("--set") + 1]
-            if gate_set not in floors.get(device, {}) and gate_set not in missing:
-                missing.append(gate_set)
-print(",".join(missing))
+        if "--set" in command and command[command.index("--set") + 1] not in seen:
+            seen.append(command[command.index("--set") + 1])
+print("\n".join(seen))
 PY
 }
 
 stage_session() {
-  local runs=(${session_lane//,/ }) n=0 status=0 run spec run_lane run_dir run_max out_dir lanes=() missing
+  local runs=(${session_lane//,/ }) n=0 status=0 run spec run_lane run_dir run_max out_dir lanes=() sets
   # A GPU the contract has no floors for (an H100 where only the H200 was calibrated): calibrate
   # the lanes' sets first (a few tens of seconds), as the calibrate stage would, so the sessions
   # start from that commit instead of being refused at their baselines.
   for run in "${runs[@]}"; do spec=${run%%:*}; lanes+=("${spec%@work}"); done
-  missing=$(uncalibrated_sets "${lanes[@]}") || return 1
-  if [ -n "$missing" ] && [ -z "$calibrated_rev" ]; then
-    echo "lease: no floors on this GPU for gate sets $missing: calibrating them first"
-    LEASE_CALIBRATE_SETS=$missing stage_calibrate || return 1
-  fi
+  sets=$(lane_gate_sets "${lanes[@]}") || return 1
+  ensure_floors $sets || return 1
   for run in "${runs[@]}"; do
     n=$((n + 1))
     IFS=: read -r spec run_dir run_max <<<"$run"
