@@ -437,7 +437,7 @@ def time_image(forward, image_size: int, runs: int, mark_step: bool) -> float:
     return statistics.median(times)
 
 
-def library_floor(weights, image_size: int, batch: int, replays: int = 50) -> float:
+def library_floor(model: DiT, image_size: int, batch: int, replays: int = 50) -> float:
     """Median milliseconds of the library floor of one fp16 forward pass: every matrix product
     and attention call of the pass and nothing else, each on the libraries PyTorch calls
     (cuBLAS for the linear layers, cuDNN for the patch embedding's convolution, the fused
@@ -445,12 +445,13 @@ def library_floor(weights, image_size: int, batch: int, replays: int = 50) -> fl
     modulations, gated residuals, GELU, SiLU, the embeddings' sinusoid and the layout copies
     between them are left out: inputs of each product are preallocated tensors of its shape
     (their values do not change the time), so nothing but the products runs. An engine built on
-    these libraries cannot go below it without faster products."""
+    these libraries cannot go below it without faster products. `model` is the fp16 DiT of
+    build_model at this image size: its parameters are the products' weights."""
     config = xl2(image_size)
     hidden, heads, depth = config["hidden_size"], config["num_heads"], config["depth"]
     tokens = (config["input_size"] // config["patch_size"]) ** 2
     device, dtype = "cuda", torch.float16
-    w = {name: tensor.to(device=device, dtype=dtype) for name, tensor in weights.items() if name != "pos_embed"}
+    w = model.state_dict()
     generator = torch.Generator(device=device).manual_seed(11)
 
     def rand(*shape):
@@ -508,7 +509,7 @@ def measure_torch(weights, modes: list[str], image_runs: int) -> dict:
     for mode in modes:
         if mode == "floor":  # the libraries' products alone (library_floor); no whole image
             for size, batch in FORWARD_WORKLOADS:
-                ms = library_floor(weights, size, batch)
+                ms = library_floor(models[size], size, batch)
                 results[f"forward/{size}/batch:{batch}/floor"] = ms
                 print(f"  {mode:<15} forward {size} batch {batch:<3} {ms:9.3f} ms", flush=True)
             continue

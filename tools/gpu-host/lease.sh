@@ -361,8 +361,9 @@ for name in sys.argv[1:]:
     if not lane.get("gpu", True):  # a CPU lane's floors are the contract's "cpu" ones
         continue
     for command in lane.get("record_baseline_commands", []):
-        if "--set" in command and command[command.index("--set") + 1] not in seen:
-            seen.append(command[command.index("--set") + 1])
+        gate_set = command[command.index("--set") + 1] if "--set" in command else None
+        if gate_set and gate_set not in seen:
+            seen.append(gate_set)
 print("\n".join(seen))
 PY
 }
