@@ -24,7 +24,9 @@
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it (without record: a plain run, which records the
 #             baselines itself), JUnit ctest-a5500.xml; record and test first calibrate the sets
-#             of LEASE_CALIBRATE_SETS this GPU has no floors for, as the calibrate stage would
+#             of LEASE_CALIBRATE_SETS this GPU has no floors for, as the calibrate stage would;
+#             before it, as root, install-slurm.sh installs the Slurm and munge packages that
+#             stage-slurm.sh staged into .deps/slurm/ (driver_slurm_work), when the host lacks them
 #   workflow  cmake --workflow --preset LEASE_WORKFLOW (default a5500-fp16-session-256): a lane's
 #             configure, build and test presets as CI would run them; JUnit in logs/workflow/
 #   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
@@ -231,6 +233,19 @@ stage_test() {
   local status=$?
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|Not Run|\*\*\*Skipped" "$work/ctest-a5500.log" | tail -20
   return $status
+}
+
+# Slurm and munge for test driver_slurm_work, where tools/gpu-host/stage-slurm.sh staged their
+# packages into .deps/slurm/ and the host lacks them: install-slurm.sh (the host's copy, beside this
+# script: the tree's clone has only what was committed) installs them into / before the test
+# stage, as root, its output in logs/install-slurm.log. A failure is logged and the lease goes on:
+# the test then skips, as it does without them.
+install_slurm() {
+  if [ ! -d "$work/.deps/slurm" ] || [ "$(id -u)" -ne 0 ]; then return 0; fi
+  sh "$root/tools/gpu-host/install-slurm.sh" "$work/.deps/slurm" 2>&1 | tee "$work/logs/install-slurm.log"
+  local status=${PIPESTATUS[0]}
+  [ "$status" -eq 0 ] || echo "lease: install-slurm.sh failed (exit $status); driver_slurm_work will skip"
+  return 0
 }
 
 # A lane's workflow preset (LEASE_WORKFLOW, default a5500-fp16-session-256), as a CI runner or an
@@ -462,6 +477,7 @@ stage_hashes() {
 
 IFS=',' read -r -a wanted <<<"$stages"
 for stage in "${wanted[@]}"; do
+  [ "$stage" != test ] || install_slurm
   run_stage "$stage"
   status=$?
   if [ "$stage" = build ] && [ $status -ne 0 ]; then break; fi
