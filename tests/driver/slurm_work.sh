@@ -76,6 +76,13 @@ KillWait=5
 NodeName=$HOST CPUs=$(nproc) State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
+# Slurm 22.05's slurmd starts its cgroup plugin whatever slurm.conf says, and on cgroup v2 asks
+# systemd for its step daemons' scope: where no systemd runs (a container's or a VM's PID 1 of its
+# own), IgnoreSystemd=yes makes slurmd create that scope itself, under system.slice.
+if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -d /run/systemd/system ]; then
+  printf 'IgnoreSystemd=yes\n' >"$CLUSTER/cgroup.conf"
+  mkdir -p /sys/fs/cgroup/system.slice 2>/dev/null || true
+fi
 slurmctld -i || fail "slurmctld did not start"
 slurmd || fail "slurmd did not start"
 sleep 0.5
