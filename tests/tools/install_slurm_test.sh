@@ -12,6 +12,14 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 FAILURES=0
 fail() { echo "FAIL: $*"; FAILURES=$((FAILURES + 1)); }
+# install_into ROOT DEBS EXPECTED: the script into ROOT from DEBS, its output in $WORK/out (and
+# printed), its exit status checked against EXPECTED.
+install_into() {
+  SLURM_INSTALL_ROOT=$1 sh "$SCRIPT" "$2" >"$WORK/out" 2>&1
+  local rc=$?
+  cat "$WORK/out"
+  [ "$rc" -eq "$3" ] || fail "expected exit $3, got $rc"
+}
 L=usr/lib/x86_64-linux-gnu
 
 # package NAME PATH=CONTENT...: a .deb in $WORK/debs of those files (a CONTENT of @TARGET: a link).
@@ -52,10 +60,7 @@ echo "host bar" >"$ROOT/$L/libbar.so.2.9"
 ln -s libbar.so.2.9 "$ROOT/$L/libbar.so.2"
 
 echo "== install into a scratch root"
-SLURM_INSTALL_ROOT=$ROOT sh "$SCRIPT" "$WORK/debs" >"$WORK/out" 2>&1
-RC=$?
-cat "$WORK/out"
-[ $RC -eq 0 ] || fail "expected exit 0, got $RC"
+install_into "$ROOT" "$WORK/debs" 0
 grep -q "ready in $ROOT" "$WORK/out" || fail "no 'ready'"
 grep -q "libbar.so.2: the host's own" "$WORK/out" || fail "libbar.so.2 not named as the root's own"
 [ "$(cat "$ROOT/etc/default/slurmd")" = host ] || fail "the root's etc/default/slurmd was replaced"
@@ -73,17 +78,11 @@ done
 [ ! -e "$ROOT/usr/share/doc/fake-slurm" ] || fail "documentation was copied"
 
 echo "== again: nothing to do"
-SLURM_INSTALL_ROOT=$ROOT sh "$SCRIPT" "$WORK/debs" >"$WORK/out" 2>&1
-RC=$?
-cat "$WORK/out"
-[ $RC -eq 0 ] || fail "expected exit 0, got $RC"
+install_into "$ROOT" "$WORK/debs" 0
 grep -q "nothing to do" "$WORK/out" || fail "a second run did not find everything installed"
 
 echo "== no staged packages"
-SLURM_INSTALL_ROOT=$WORK/empty-root sh "$SCRIPT" "$WORK/nothing" >"$WORK/out" 2>&1
-RC=$?
-cat "$WORK/out"
-[ $RC -eq 2 ] || fail "expected exit 2, got $RC"
+install_into "$WORK/empty-root" "$WORK/nothing" 2
 grep -q "no .deb files under $WORK/nothing" "$WORK/out" || fail "no message naming the folder"
 
 echo "== the root's own munged, which does not run"
@@ -91,10 +90,7 @@ ROOT2=$WORK/root2
 mkdir -p "$ROOT2/usr/sbin"
 printf '#!/bin/sh\nexit 1\n' >"$ROOT2/usr/sbin/munged"
 chmod 755 "$ROOT2/usr/sbin/munged"
-SLURM_INSTALL_ROOT=$ROOT2 sh "$SCRIPT" "$WORK/debs" >"$WORK/out" 2>&1
-RC=$?
-cat "$WORK/out"
-[ $RC -eq 2 ] || fail "expected exit 2, got $RC"
+install_into "$ROOT2" "$WORK/debs" 2
 grep -q "munged --version failed" "$WORK/out" || fail "the failing munged is not named"
 [ "$(tail -n 1 "$ROOT2/usr/sbin/munged")" = "exit 1" ] || fail "the root's munged was replaced"
 
