@@ -12,11 +12,10 @@
 # machine that reaches PyPI). Prints the archive's size and what the device tool would carry.
 set -eu
 version=4.2.0.0
-root=$(git rev-parse --show-toplevel)
+# shellcheck source=tools/gpu-host/stage-common.sh
+. "$(dirname "$0")/stage-common.sh"
+stage_begin stage-cutlass
 dest="$root/.deps/root/usr/share/cutlass"
-[ -d "$root/.deps/root" ] || { echo "stage-cutlass: run ../shared/gpu-host/stage-deps.sh first" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 if [ $# -ge 1 ]; then
   wheel=$1
 else
@@ -42,13 +41,4 @@ tar -C "$work/unpacked/cutlass_library/source" --sort=name --mtime=@0 --owner=0 
   -cf - include/cutlass include/cute | xz -9e >"$dest/include.tar.xz"
 grep -q '#define CUTLASS_MAJOR' "$work/unpacked/cutlass_library/source/include/cutlass/version.h"
 du -sh "$dest/include.tar.xz" "$root/.deps" "$root/.bundle" 2>/dev/null || true
-# What the device tool carries with `carry [".deps", ".bundle"]`: the tracked and the untracked,
-# not ignored files, and those two folders, at most 64 MiB.
-cd "$root"
-tree_bytes=$( { git ls-files -z; git ls-files -z -o --exclude-standard; } | xargs -0 -r stat -c %s -- 2>/dev/null \
-  | awk '{ s += $1 } END { print s + 0 }')
-staged_bytes=$(du -sb .deps .bundle 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
-awk -v t="$tree_bytes" -v s="$staged_bytes" 'BEGIN {
-  total = (t + s) / 1048576
-  printf "carried with .deps and .bundle: %.1f MiB of 64 (tree %.1f, .deps and .bundle %.1f)\n", total, t / 1048576, s / 1048576
-  exit total > 64 }' || { echo "stage-cutlass: over the device tool's 64 MiB" >&2; exit 1; }
+stage_check_carry "$dest/include.tar.xz"

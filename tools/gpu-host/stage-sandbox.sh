@@ -12,11 +12,10 @@
 # on the host uses, and links OpenSSL's libraries to the host's own.
 # Run from the checkout root, after stage-deps.sh.
 set -eu
-root=$(git rev-parse --show-toplevel)
+# shellcheck source=tools/gpu-host/stage-common.sh
+. "$(dirname "$0")/stage-common.sh"
+stage_begin stage-sandbox
 dest="$root/.deps"
-[ -d "$dest/root" ] || { echo "stage-sandbox: run ../shared/gpu-host/stage-deps.sh first" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 cd "$work"
 pkgs="bubblewrap libssl-dev libssl3"
 # shellcheck disable=SC2086

@@ -13,11 +13,10 @@
 # Prints the debs' size and what the device tool would carry, and fails above its 64 MiB.
 # Run from the checkout root, after stage-deps.sh.
 set -eu
-root=$(git rev-parse --show-toplevel)
+# shellcheck source=tools/gpu-host/stage-common.sh
+. "$(dirname "$0")/stage-common.sh"
+stage_begin stage-slurm
 dest="$root/.deps/slurm"
-[ -d "$root/.deps/root" ] || { echo "stage-slurm: run ../shared/gpu-host/stage-deps.sh first" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 pkgs="slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge libmunge2
       libhwloc15 libjson-c5 liblua5.1-0 libyaml-0-2 libnuma1 libreadline8 libdbus-1-3"
 mkdir -p "$work/debs"
@@ -48,15 +47,4 @@ mv ./*.deb "$dest/"
 grep -qx '/.deps/' "$root/.git/info/exclude" 2>/dev/null || echo '/.deps/' >> "$root/.git/info/exclude"
 ls "$dest"
 du -sh "$dest" "$root/.deps" "$root/.bundle" 2>/dev/null || true
-# What the device tool carries with `carry [".deps", ".bundle"]`: the tracked and the untracked,
-# not ignored files, and those two folders, at most 64 MiB (as stage-cutlass.sh counts it).
-cd "$root"
-tree_bytes=$( { git ls-files -z; git ls-files -z -o --exclude-standard; } | xargs -0 -r stat -c %s -- 2>/dev/null \
-  | awk '{ s += $1 } END { print s + 0 }')
-staged_bytes=$(du -sb .deps .bundle 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
-slurm_bytes=$(du -sb "$dest" | awk '{ print $1 }')
-awk -v t="$tree_bytes" -v s="$staged_bytes" -v d="$slurm_bytes" 'BEGIN {
-  total = (t + s) / 1048576
-  printf "carried with .deps and .bundle: %.1f MiB of 64 (tree %.1f, .deps and .bundle %.1f, of which .deps/slurm %.1f)\n",
-    total, t / 1048576, s / 1048576, d / 1048576
-  exit total > 64 }' || { echo "stage-slurm: over the device tool's 64 MiB (rm -rf .deps/slurm undoes this)" >&2; exit 1; }
+stage_check_carry "$dest" 'rm -rf .deps/slurm undoes this'
