@@ -18,8 +18,11 @@
 // case, with dit::quality::write_rendered_case: D/image-<i>.latent.safetensors (the float32
 // latent [1, 4, s/8, s/8], metadata {"case": "image-<i>"}) and D/image-<i>.png. The performance
 // gate compares these files with the best commit's for the same request, so a path taken only
-// when timed shows up as a mismatch. The other benchmarks draw their requests from the same seed
-// (indices from kUnjudgedImageIndexBase) and write nothing.
+// when timed shows up as a mismatch. BM_E2E_Images, the throughput lane's objective, follows the
+// same protocol with a batch of timed images an iteration (one request of them all, each image
+// its own index and files; timed_images counts images, not iterations). The other benchmarks
+// draw their requests from the same seed (indices from kUnjudgedImageIndexBase) and write
+// nothing.
 //
 // Times are host-observed. Each configuration first runs an untimed 2-step warm-up (a
 // full-length one would double the cost of every perf-gate run); the first timed image may
@@ -228,7 +231,18 @@ size_t used_above_context() {
   return used > at_context ? used - at_context : 0;
 }
 
-void run_e2e(benchmark::State& state, Work work, int images) {
+// Image `i` of a batch's result as the quality render writes a case: its latent [1, C, s, s].
+dit::quality::RenderedCase batch_image(const dit::PipelineResult& result, int i) {
+  const std::vector<int64_t>& shape = result.latents.shape;
+  const int64_t per_image = result.latents.numel() / shape.at(0);
+  dit::Tensor latent({1, shape.at(1), shape.at(2), shape.at(3)});
+  std::copy_n(result.latents.data.begin() + i * per_image, per_image, latent.data.begin());
+  return {std::move(latent), result.images.at(static_cast<size_t>(i))};
+}
+
+// `judged`: the iteration's images are timed images of the protocol, judged by their outputs
+// (whole images only).
+void run_e2e(benchmark::State& state, Work work, int images, bool judged) {
   const int image_size = static_cast<int>(state.range(0));
   Prepared* prepared = nullptr;
   dit::DitModel* model = nullptr;
@@ -239,17 +253,16 @@ void run_e2e(benchmark::State& state, Work work, int images) {
     state.SkipWithError(error.what());
     return;
   }
-  // One image through the whole pipeline: a timed image of the protocol, judged by its outputs.
-  const bool judged = work == Work::image && images == 1;
+  judged = judged && work == Work::image;
   const int num_classes = model->config().num_classes;
   const dit::bench::TimedRequest& timed_request = dit::bench::timed_request();
   dit::bench::TimedImages& timed = dit::bench::timed_images();
   double seconds_total = 0;
   size_t persistent = 0;
   for (auto _ : state) {
-    const uint64_t index = judged ? timed.begin_image() : 0;
-    const dit::SampleRequest request =
-        request_for(judged ? std::vector<uint64_t>{index} : unjudged_indices(images), num_classes);
+    std::vector<uint64_t> indices;
+    for (int i = 0; judged && i < images; ++i) indices.push_back(timed.begin_image());
+    const dit::SampleRequest request = request_for(judged ? indices : unjudged_indices(images), num_classes);
     dit::PipelineResult result;  // the engine's
     dit::PipelineResult copy;    // the harness's own: what the timed region ended with
     dit::Tensor latents;
@@ -276,9 +289,11 @@ void run_e2e(benchmark::State& state, Work work, int images) {
     if (judged) {
       timed.add_timed_seconds(seconds);
       if (timed_request.outputs_dir) {
-        const dit::quality::RenderedCase rendered{std::move(copy.latents), std::move(copy.images.at(0))};
-        dit::quality::write_rendered_case(timed_request.outputs_dir->string(), dit::bench::image_output_name(index),
-                                          rendered, dit::Durability::replaced);
+        for (int i = 0; i < images; ++i) {
+          dit::quality::write_rendered_case(timed_request.outputs_dir->string(),
+                                            dit::bench::image_output_name(indices[static_cast<size_t>(i)]),
+                                            batch_image(copy, i), dit::Durability::replaced);
+        }
       }
     }
     persistent = used_above_context();
@@ -291,9 +306,10 @@ void run_e2e(benchmark::State& state, Work work, int images) {
   state.SetLabel(prepared->settings);
 }
 
-void BM_E2E_Image(benchmark::State& state) { run_e2e(state, Work::image, 1); }
-void BM_E2E_Batch(benchmark::State& state) { run_e2e(state, Work::image, static_cast<int>(state.range(1))); }
-void BM_E2E_SampleLatents(benchmark::State& state) { run_e2e(state, Work::latents, 1); }
+void BM_E2E_Image(benchmark::State& state) { run_e2e(state, Work::image, 1, true); }
+void BM_E2E_Images(benchmark::State& state) { run_e2e(state, Work::image, static_cast<int>(state.range(1)), true); }
+void BM_E2E_Batch(benchmark::State& state) { run_e2e(state, Work::image, static_cast<int>(state.range(1)), false); }
+void BM_E2E_SampleLatents(benchmark::State& state) { run_e2e(state, Work::latents, 1, false); }
 
 // The objective of the a5500-e2e-256 lane (config/autoresearch.json): its name must stay
 // exactly BM_E2E_Image/256, so it carries no fixed iterations or repetitions.
@@ -303,6 +319,15 @@ BENCHMARK(BM_E2E_Image)
     ->Unit(benchmark::kMillisecond)
     ->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
 BENCHMARK(BM_E2E_Image)->Arg(512)->Iterations(1)->Repetitions(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+// The objective of the a5500-fp16-batch-256 lane: 32 images a request, 64 rows a forward pass
+// under guidance, the shape of the forward-256-batch-64 speed target, judged image by image; its
+// name stays BM_E2E_Images/image:256/images:32, with no fixed iterations or repetitions.
+BENCHMARK(BM_E2E_Images)
+    ->ArgNames({"image", "images"})
+    ->Args({256, 32})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Apply([](benchmark::internal::Benchmark* b) { dit::bench::with_percentiles(b); });
 BENCHMARK(BM_E2E_Batch)
     ->ArgNames({"image", "images"})
     ->Args({256, 8})
