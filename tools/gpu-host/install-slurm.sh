@@ -14,10 +14,9 @@
 # Debian's alternatives make (/usr/sbin/slurmd to slurmd-wlm, slurmstepd, slurmctld), ldconfig,
 # and the checks: slurmd -V, slurmctld -V, sbatch --version and munged --version run, and ldd
 # finds every library of the daemons, the client commands and the plugins
-# (/usr/lib/x86_64-linux-gnu/slurm-wlm), naming each one it does not. On cgroup v2 without
-# systemd it makes /sys/fs/cgroup/system.slice, where slurmd puts its step daemons' scope when its
-# cgroup.conf says IgnoreSystemd=yes (below). It warns when this host's name does not resolve
-# (the test's slurm.conf names the node and the controller by it).
+# (/usr/lib/x86_64-linux-gnu/slurm-wlm), naming each one it does not. It warns when this host's
+# name does not resolve (the test's slurm.conf names the node and the controller by it). What
+# slurmd needs on cgroup v2 without systemd (IgnoreSystemd=yes, system.slice) the test sets up.
 # Exit: 0 ready (or nothing to do); 2 without root, without staged .deb files, or when a check
 # fails (the test then skips, as it did before).
 # SLURM_INSTALL_ROOT=DIR, for testing only: installs into DIR instead of /, without root and
@@ -119,22 +118,6 @@ if [ -z "$t" ]; then
 else
   LD_LIBRARY_PATH=$t/$libdir:$t/lib/x86_64-linux-gnu:$t/$libdir/slurm-wlm${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
-fi
-
-# Slurm 22.05's slurmd starts its cgroup plugin whatever slurm.conf says. On cgroup v2 without
-# systemd (the H100 host of 2026-12-06: PID 1 process_api, cgroup2 at /sys/fs/cgroup) it cannot
-# ask systemd for the scope of its step daemons; with IgnoreSystemd=yes in the cgroup.conf
-# beside slurm.conf it makes that scope itself, under /sys/fs/cgroup/system.slice, which it does
-# not make (slurmd then fails: "Could not create scope directory").
-if [ -z "$t" ] && [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] && [ ! -d /run/systemd/system ]; then
-  if [ ! -d /sys/fs/cgroup/system.slice ]; then
-    if mkdir /sys/fs/cgroup/system.slice; then
-      echo "install-slurm: made /sys/fs/cgroup/system.slice (cgroup v2, no systemd)"
-    else
-      echo "install-slurm: warning: cannot make /sys/fs/cgroup/system.slice"
-    fi
-  fi
-  echo "install-slurm: note: cgroup v2 without systemd: slurmd starts only with IgnoreSystemd=yes in the cgroup.conf beside its slurm.conf"
 fi
 
 # The checks. The client commands read a slurm.conf even for --version: a minimal one.
