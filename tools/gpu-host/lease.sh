@@ -244,7 +244,7 @@ install_slurm() {
   if [ ! -d "$work/.deps/slurm" ] || [ "$(id -u)" -ne 0 ]; then return 0; fi
   sh "$root/tools/gpu-host/install-slurm.sh" "$work/.deps/slurm" 2>&1 | tee "$work/logs/install-slurm.log"
   local status=${PIPESTATUS[0]}
-  [ "$status" -eq 0 ] || echo "lease: install-slurm.sh failed (exit $status); driver_slurm_work will skip"
+  [ "$status" -eq 0 ] || echo "lease: install-slurm.sh failed (exit $status); driver_slurm_work will skip or fail"
   return 0
 }
 
