@@ -290,7 +290,8 @@ stage_sbs() {
 }
 
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
-# ncu-forward, ncu-vae (default: all of them), cold (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
+# ncu-forward, ncu-vae (default: all of them), ncu-forward64 (ncu-forward's per-kernel times at
+# 256 batch 64, the throughput lane's shape), cold (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
 # every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
@@ -342,13 +343,15 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   fi
   local ncu_common=(--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --page raw
                     --print-units base --print-kernel-base function)
-  if want ncu-forward; then
-    ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b2.csv" "$build/bench/bench_forward" \
-      --precision=fp16 '--benchmark_filter=image:256/batch:2/' --benchmark_min_time=0.01 --benchmark_repetitions=1 \
-      >"$f/ncu_f16b2.out" 2>&1 || status=1
-    python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b2.csv" --marker patch_embed --json "$f/ncu_f16b2.json" \
-      >"$f/ncu_f16b2.txt" 2>&1 || status=1
-  fi
+  local batch
+  for batch in 2 64; do
+    want "ncu-forward${batch#2}" || continue
+    ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b$batch.csv" "$build/bench/bench_forward" \
+      --precision=fp16 "--benchmark_filter=image:256/batch:$batch/" --benchmark_min_time=0.01 \
+      --benchmark_repetitions=1 >"$f/ncu_f16b$batch.out" 2>&1 || status=1
+    python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b$batch.csv" --marker patch_embed \
+      --json "$f/ncu_f16b$batch.json" >"$f/ncu_f16b$batch.txt" 2>&1 || status=1
+  done
   if want ncu-vae; then
     local size
     for size in 256 512; do

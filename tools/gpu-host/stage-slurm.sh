@@ -10,7 +10,7 @@
 # (hwloc, json-c, Lua 5.1, libyaml, libnuma, readline, libdbus). Those a bare image has (libc,
 # zlib, bzip2, lz4, libgcrypt, PAM, libtinfo, libudev, libsystemd, libstdc++) are left out; the
 # script lists what the programs and plugins take from the host, when objdump is here.
-# Prints the debs' size and what the device tool would carry, and fails above its 64 MiB.
+# Prints the debs' size and what the device tool would carry, and fails above 63 MiB.
 # Run from the checkout root, after stage-deps.sh.
 set -eu
 # shellcheck source=tools/gpu-host/stage-common.sh
