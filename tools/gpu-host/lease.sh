@@ -290,9 +290,10 @@ stage_sbs() {
 }
 
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
-# ncu-forward, ncu-vae (default: all of them), ncu-forward64 (ncu-forward's per-kernel times at
-# 256 batch 64, the throughput lane's shape), cold (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
-# every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
+# ncu-forward, ncu-vae (default: all of them), ncu-forward64 (not in the default: ncu-forward's
+# per-kernel times at 256 batch 64, the throughput lane's shape), cold (bench_cold_start: the
+# model load's phases) and kernels (not in the default: bench_kernels on every flash attention
+# form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
@@ -343,9 +344,11 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   fi
   local ncu_common=(--clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --page raw
                     --print-units base --print-kernel-base function)
-  local batch
+  local batch part
   for batch in 2 64; do
-    want "ncu-forward${batch#2}" || continue
+    part=ncu-forward
+    [ "$batch" = 2 ] || part=ncu-forward$batch
+    want "$part" || continue
     ncu "${ncu_common[@]}" --launch-count 700 --log-file "$f/ncu_f16b$batch.csv" "$build/bench/bench_forward" \
       --precision=fp16 "--benchmark_filter=image:256/batch:$batch/" --benchmark_min_time=0.01 \
       --benchmark_repetitions=1 >"$f/ncu_f16b$batch.out" 2>&1 || status=1
