@@ -49,6 +49,11 @@
 #             no experiment at or after TIME (`date -d`, read when the lease starts: "+20 minutes")
 #             and --require-trailer NAME makes each run's end audit ask kept commits for it; a
 #             lane whose gate set has no floors on this GPU is calibrated first (calibrate stage)
+#   adopt     the last session run's best (refs/autoresearch/best of .session/repo, with the
+#             driver's notes) fetched into .lease/tree, checked out and built there, so that the
+#             stages after it (test, sbs, figures) judge the tree the session kept: the commit that
+#             lands, not the one the lease started from; logs/adopt.txt names both. Nothing kept:
+#             the tree stays as it is (exit 0)
 #   oracle    tools/gpu-host/oracle.sh: the checkpoint oracle, both layouts of DiT-XL/2 256 against
 #             torch_reference and diffusers (.wheels/ from stage-wheels.sh, carried too); logs/oracle/
 #   weights   tools/gpu-host/weights-gate.sh on the oracle's checkpoint: gate set `weights`
@@ -58,7 +63,7 @@
 #             list, each built in a worktree under .lease/), compared by compare-hashes.py: a
 #             change of structure only must leave every render and bench_e2e output identical
 # A failing stage is logged and the sequence goes on (each stage's outcome is in stages.tsv),
-# except build, which stops it.
+# except build and adopt, which stop it.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -436,6 +441,26 @@ session_run() {
       ${3:+--workers "$3" --gpus 0})
 }
 
+# The session's kept commits as the tree of the later stages: fetched with the driver's notes
+# (refs/notes/autoresearch), checked out detached, and the a5500 build brought up to date.
+stage_adopt() {
+  local clone=$root/.session/repo best before
+  before=$(git rev-parse HEAD)
+  best=$(git -C "$clone" rev-parse -q --verify refs/autoresearch/best 2>/dev/null) ||
+    { echo "adopt: no session best in $clone (did the session stage run?)"; return 1; }
+  { echo "lease tree: $(git log -1 --format='%h %s')"; echo "session best: $(git -C "$clone" log -1 --format='%h %s' "$best")"; } \
+    | tee "$work/logs/adopt.txt"
+  if [ "$best" = "$before" ] || git merge-base --is-ancestor "$best" "$before" 2>/dev/null; then
+    echo "adopt: the session kept nothing past the lease's tree; the tree stays" | tee -a "$work/logs/adopt.txt"
+    return 0
+  fi
+  git fetch -q "$clone" "$best" 'refs/notes/*:refs/notes/*' && git checkout -q --detach "$best" ||
+    { echo "adopt: cannot check out $best"; return 1; }
+  git log --format='%h %s' "$before..HEAD" | sed 's/^/adopted: /' | tee -a "$work/logs/adopt.txt"
+  { cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)"; } \
+    >"$work/logs/adopt-build.log" 2>&1 || { tail -40 "$work/logs/adopt-build.log"; return 1; }
+}
+
 # Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:
 # LEASE_GTEST, a space-separated list of BINARY:FILTER (BINARY relative to the build folder),
 # each run with --gtest_output into logs/gtest/<binary name>.xml (JUnit).
@@ -486,7 +511,8 @@ for stage in "${wanted[@]}"; do
   [ "$stage" != test ] || install_slurm
   run_stage "$stage"
   status=$?
-  if [ "$stage" = build ] && [ $status -ne 0 ]; then break; fi
+  # Without a build, or a build of the session's best, what follows would judge another tree.
+  if [ "$stage" = build ] || [ "$stage" = adopt ] && [ $status -ne 0 ]; then break; fi
 done
 touch "$work/done"
 echo "lease: done"
