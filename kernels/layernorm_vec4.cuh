@@ -41,6 +41,22 @@ __device__ __forceinline__ float4 load4(const Y* __restrict__ row, int quad) {
   }
 }
 
+// Stores four consecutive floats as Y: one 16-byte store for float, one 8-byte store (each value
+// rounded to nearest) for 16-bit types.
+template <typename Y>
+__device__ __forceinline__ void store4(Y* __restrict__ row, int quad, float4 v) {
+  if constexpr (std::is_same_v<Y, float>) {
+    reinterpret_cast<float4*>(row)[quad] = v;
+  } else {
+    Out4<Y> r;
+    r.v[0] = from_float<Y>(v.x);
+    r.v[1] = from_float<Y>(v.y);
+    r.v[2] = from_float<Y>(v.z);
+    r.v[3] = from_float<Y>(v.w);
+    reinterpret_cast<Out4<Y>*>(row)[quad] = r;
+  }
+}
+
 // Elements of the row that warp `warp` holds: for each j, the quads 32 warp + 96 j + [0, 32)
 // that lie in the row.
 __device__ __forceinline__ int vec4_warp_elements(int warp, int quads) {

@@ -76,13 +76,13 @@ constexpr int kFusedRows = 2;        // tokens a block of the fused form, where 
 // Each weight quad a thread loads serves its kRows tokens. Output d sums w[d, i] * patch[i] in
 // increasing i with one FMA each, then adds the bias and pos_embed, as patch_embed_kernel does,
 // so the residual has the same bits.
-template <typename Out, int kRows>
+template <typename R, typename Out, int kRows>
 static __global__ void __launch_bounds__(kVecThreads)
     patch_embed_layernorm_kernel(const float* __restrict__ x,            // [B, C, S, S]
                                  const float* __restrict__ weight_t,     // [P, D], P = C p p
                                  const float* __restrict__ bias,         // [D]
                                  const float* __restrict__ pos_embed,    // [T, D]
-                                 float* __restrict__ residual,           // [B, T, D]
+                                 R* __restrict__ residual,               // [B, T, D]
                                  const float* __restrict__ shift,        // [B, mod_stride]
                                  const float* __restrict__ scale,        // [B, mod_stride]
                                  int mod_stride, Out* __restrict__ out,  // [B, T, D]
@@ -116,7 +116,7 @@ static __global__ void __launch_bounds__(kVecThreads)
   // Row i of weight_t, quad q: the weights of outputs 4 q .. 4 q + 3 for patch element i, one
   // 16-byte load whose warp reads 512 consecutive bytes.
   const float4* w4 = reinterpret_cast<const float4*>(weight_t);
-  float4* out_rows = reinterpret_cast<float4*>(residual + static_cast<size_t>(first_row) * D);
+  R* out_rows = residual + static_cast<size_t>(first_row) * D;
 #pragma unroll
   for (int j = 0; j < kVecPerThread; ++j) {
     const int q = threadIdx.x + kVecThreads * j;
@@ -139,7 +139,7 @@ static __global__ void __launch_bounds__(kVecThreads)
       const float4 pos = v[t][j];
       v[t][j] = make_float4(acc[t].x + added[j].x + pos.x, acc[t].y + added[j].y + pos.y, acc[t].z + added[j].z + pos.z,
                             acc[t].w + added[j].w + pos.w);
-      out_rows[static_cast<size_t>(t) * quads + q] = v[t][j];
+      store4(out_rows, t * quads + q, v[t][j]);
     }
   }
   Out4<Out>* out_quads = reinterpret_cast<Out4<Out>*>(out) + static_cast<size_t>(first_row) * quads;
@@ -159,18 +159,18 @@ static void launch_patch_embed(const float* x, const float* weight_t, const floa
   DIT_LAUNCH_CHECK();
 }
 
-template <typename Out>
+template <typename R, typename Out>
 static void launch_patch_embed_layernorm(const float* x, const float* weight_t, const float* bias,
-                                         const float* pos_embed, float* residual, const float* shift,
-                                         const float* scale, int mod_stride, Out* out, int B, int C, int S, int p,
-                                         int D, float eps, cudaStream_t stream) {
+                                         const float* pos_embed, R* residual, const float* shift, const float* scale,
+                                         int mod_stride, Out* out, int B, int C, int S, int p, int D, float eps,
+                                         cudaStream_t stream) {
   const int T = (S / p) * (S / p);
   const float inv_d = 1.0f / static_cast<float>(D);
   if (T % kFusedRows == 0)
-    patch_embed_layernorm_kernel<Out, kFusedRows><<<B * T / kFusedRows, kVecThreads, 0, stream>>>(
+    patch_embed_layernorm_kernel<R, Out, kFusedRows><<<B * T / kFusedRows, kVecThreads, 0, stream>>>(
         x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, out, C, S, p, D, inv_d, eps);
   else
-    patch_embed_layernorm_kernel<Out, 1><<<B * T, kVecThreads, 0, stream>>>(
+    patch_embed_layernorm_kernel<R, Out, 1><<<B * T, kVecThreads, 0, stream>>>(
         x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride, out, C, S, p, D, inv_d, eps);
   DIT_LAUNCH_CHECK();
 }
@@ -194,9 +194,9 @@ void patch_embed(const float* x, const float* weight_t, const float* bias, const
 }
 
 void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
-                                    float* residual, const float* shift, const float* scale, int mod_stride, void* out,
-                                    DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
-                                    cudaStream_t stream) {
+                                    void* residual, DeviceDtype residual_dtype, const float* shift, const float* scale,
+                                    int mod_stride, void* out, DeviceDtype out_dtype, int B, int C, int S, int p, int D,
+                                    float eps, cudaStream_t stream) {
   const char* op = "dit::cuda::patch_embed_layernorm_modulate";
   require(B > 0 && C > 0 && S > 0 && p > 0 && D > 0, op, "non-positive size");
   require(S % p == 0, op, "latent size " + std::to_string(S) + " is not a multiple of patch " + std::to_string(p));
@@ -204,22 +204,36 @@ void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const
   const int P = C * p * p;
   const auto aligned16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
   const bool fused = D % 4 == 0 && D <= kVecFormMaxD && P % 4 == 0 && P <= kFusedMaxPatch && mod_stride % 4 == 0 &&
-                     aligned16(weight_t) && aligned16(bias) && aligned16(pos_embed) && aligned16(residual) &&
+                     aligned16(weight_t) && aligned16(bias) && aligned16(pos_embed) &&
+                     reinterpret_cast<uintptr_t>(residual) % (4 * dtype_bytes(residual_dtype)) == 0 &&
                      aligned16(shift) && aligned16(scale) &&
                      reinterpret_cast<uintptr_t>(out) % (4 * dtype_bytes(out_dtype)) == 0;
   if (!fused) {
-    patch_embed(x, weight_t, bias, pos_embed, residual, B, C, S, p, D, stream);
-    layernorm_modulate(residual, shift, scale, mod_stride, out, out_dtype, B, (S / p) * (S / p), D, eps, stream);
+    require(residual_dtype == DeviceDtype::f32, op, "a 16-bit residual stream needs the fused form");
+    float* residual_f32 = static_cast<float*>(residual);
+    patch_embed(x, weight_t, bias, pos_embed, residual_f32, B, C, S, p, D, stream);
+    layernorm_modulate(residual_f32, shift, scale, mod_stride, out, out_dtype, B, (S / p) * (S / p), D, eps, stream);
     return;
   }
   require(mod_stride >= D, op, "the modulation stride is smaller than D");
   require(eps > 0.0f, op, "eps must be positive");
   require_aligned(x, alignof(float), op, "x");
-  dispatch_dtype(out_dtype, [&](auto tag) {
-    using Out = typename decltype(tag)::type;
-    launch_patch_embed_layernorm(x, weight_t, bias, pos_embed, residual, shift, scale, mod_stride,
-                                 static_cast<Out*>(out), B, C, S, p, D, eps, stream);
+  dispatch_dtype(residual_dtype, [&](auto residual_tag) {
+    using R = typename decltype(residual_tag)::type;
+    dispatch_dtype(out_dtype, [&](auto tag) {
+      using Out = typename decltype(tag)::type;
+      launch_patch_embed_layernorm(x, weight_t, bias, pos_embed, static_cast<R*>(residual), shift, scale, mod_stride,
+                                   static_cast<Out*>(out), B, C, S, p, D, eps, stream);
+    });
   });
+}
+
+void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
+                                    float* residual, const float* shift, const float* scale, int mod_stride, void* out,
+                                    DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
+                                    cudaStream_t stream) {
+  patch_embed_layernorm_modulate(x, weight_t, bias, pos_embed, static_cast<void*>(residual), DeviceDtype::f32, shift,
+                                 scale, mod_stride, out, out_dtype, B, C, S, p, D, eps, stream);
 }
 
 }  // namespace dit::cuda

@@ -38,5 +38,13 @@ void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const
                                     DeviceDtype out_dtype, int B, int C, int S, int p, int D, float eps,
                                     cudaStream_t stream);
 
+// As above, with the residual written in `residual_dtype` (float32, or a 16-bit residual stream:
+// each value rounded to nearest after the LayerNorm has read it in float32); a 16-bit residual
+// needs the one-kernel form.
+void patch_embed_layernorm_modulate(const float* x, const float* weight_t, const float* bias, const float* pos_embed,
+                                    void* residual, DeviceDtype residual_dtype, const float* shift, const float* scale,
+                                    int mod_stride, void* out, DeviceDtype out_dtype, int B, int C, int S, int p, int D,
+                                    float eps, cudaStream_t stream);
+
 }  // namespace dit::cuda
 #endif

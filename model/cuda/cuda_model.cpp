@@ -1,8 +1,10 @@
-// The CUDA DiT (model/cuda/cuda_model.h). Storage: the residual stream, the conditioning and the
-// modulations are float32; GEMM operands (weights, LayerNorm outputs, qkv, attention output, MLP
-// hidden) and the two branch outputs that feed the residual (attention proj, fc2) are in the
-// compute dtype (float32 for fp32/tf32, else fp16/bf16), always with float32 accumulation; the
-// gated residual adds a 16-bit branch into the float32 stream in float32. The timestep MLP, the
+// The CUDA DiT (model/cuda/cuda_model.h). Storage: the conditioning and the modulations are
+// float32, and so is the residual stream except at fp16, where it is stored in fp16 (updated,
+// normalised and modulated in float32 registers, rounded once a launch when it is stored); GEMM
+// operands (weights, LayerNorm outputs, qkv, attention output, MLP hidden) and the two branch
+// outputs that feed the residual (attention proj, fc2) are in the compute dtype (float32 for
+// fp32/tf32, else fp16/bf16), always with float32 accumulation; the gated residual adds a 16-bit
+// branch into the stream in float32 arithmetic. The timestep MLP, the
 // patch embedding and the label table stay float32 at every precision: they are 0.3% of the
 // weights and every modulation of the network derives from them.
 //
@@ -106,7 +108,7 @@ struct Activations {
   float* modulation_chunk = nullptr;  // [conditionings, NM] every adaLN output of a chunk of steps
   float* modulation = nullptr;        // [rows, NM] the forward pass's: per block shift, scale, gate
                                       // (msa), shift, scale, gate (mlp); then final shift, scale
-  float* residual = nullptr;          // [rows, T, D] the residual stream h
+  float* residual = nullptr;          // [rows, T, D] the residual stream h (fp16 in its first half at fp16)
   void* normed = nullptr;             // [rows, T, D] compute dtype, LN + modulation
   void* qkv = nullptr;                // [rows, T, 3, H, hd] compute dtype
   void* attention = nullptr;          // [rows, T, H, hd] compute dtype
@@ -595,14 +597,20 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   const int D = c.hidden_size, T = c.tokens(), H = c.num_heads, hd = c.head_dim(), p = c.patch_size;
   const int tokens = rows * T, NM = modulation_width();
   const DeviceDtype f32 = DeviceDtype::f32;
+  // The residual stream's storage: fp16 at fp16 (half the bytes of the residual launches' largest
+  // operand), float32 otherwise (bf16's 8-bit mantissa is too coarse for a stream that
+  // accumulates 56 updates).
+  const DeviceDtype stream_dtype = compute_ == DeviceDtype::f16 ? DeviceDtype::f16 : f32;
   // block i's adaLN output: shift, scale, gate (attention), shift, scale, gate (MLP); row stride NM
   auto chunk_of = [&](int block, int part) { return act_.modulation + static_cast<size_t>(block) * 6 * D + part * D; };
   const float* final_shift = act_.modulation + static_cast<size_t>(c.depth) * 6 * D;
   const float* final_scale = final_shift + D;
+  const bool pair_residuals = cuda::residual_layernorm_pair_supported(D);
 
-  cuda::patch_embed_layernorm_modulate(act_.x_in, act_.patch_weight, act_.patch_bias, act_.pos_embed, act_.residual,
-                                       chunk_of(0, 0), chunk_of(0, 1), NM, act_.normed, compute_, rows, c.in_channels,
-                                       c.input_size, p, D, kLayerNormEps, stream_);
+  cuda::patch_embed_layernorm_modulate(act_.x_in, act_.patch_weight, act_.patch_bias, act_.pos_embed,
+                                       static_cast<void*>(act_.residual), stream_dtype, chunk_of(0, 0), chunk_of(0, 1),
+                                       NM, act_.normed, compute_, rows, c.in_channels, c.input_size, p, D,
+                                       kLayerNormEps, stream_);
   for (int i = 0; i < c.depth; ++i) {
     NvtxRange block_range("block");
     const DeviceBlock& block = blocks_[i];
@@ -610,15 +618,32 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
     linear(block.qkv, act_.normed, compute_, act_.qkv, compute_, tokens, GemmEpilogue::bias);
     attend(rows, T, H, hd);
     linear(block.proj, act_.attention, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
-    cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 2), NM, chunk_of(i, 3),
-                                      chunk_of(i, 4), NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
+    const bool last = i + 1 == c.depth;
+    const float* next_shift = last ? final_shift : chunk_of(i + 1, 0);
+    const float* next_scale = last ? final_scale : chunk_of(i + 1, 1);
+    if (pair_residuals) {
+      // The stream is written once a block: the attention residual goes into the MLP's LayerNorm
+      // only, and is added again, in the same order, with the MLP's residual. fc2 writes into the
+      // attention buffer, free once proj has read it; proj's output stays in branch until then.
+      cuda::residual_layernorm_modulate_pair(act_.residual, stream_dtype, false, act_.branch, chunk_of(i, 2), nullptr,
+                                             nullptr, NM, compute_, chunk_of(i, 3), chunk_of(i, 4), NM, act_.normed,
+                                             compute_, rows, T, D, kLayerNormEps, stream_);
+      mlp_up(block.fc1, tokens);
+      linear(block.fc2, act_.mlp_hidden, compute_, act_.attention, compute_, tokens, GemmEpilogue::bias);
+      cuda::residual_layernorm_modulate_pair(act_.residual, stream_dtype, true, act_.branch, chunk_of(i, 2),
+                                             act_.attention, chunk_of(i, 5), NM, compute_, next_shift, next_scale, NM,
+                                             act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
+      continue;
+    }
+    cuda::residual_layernorm_modulate(act_.residual, stream_dtype, act_.branch, compute_, chunk_of(i, 2), NM,
+                                      chunk_of(i, 3), chunk_of(i, 4), NM, act_.normed, compute_, rows, T, D,
+                                      kLayerNormEps, stream_);
     mlp_up(block.fc1, tokens);
     linear(block.fc2, act_.mlp_hidden, compute_, act_.branch, compute_, tokens, GemmEpilogue::bias);
     // the residual of this MLP, then the LayerNorm of the next block's attention (or the final layer)
-    const bool last = i + 1 == c.depth;
-    cuda::residual_layernorm_modulate(act_.residual, act_.branch, compute_, chunk_of(i, 5), NM,
-                                      last ? final_shift : chunk_of(i + 1, 0), last ? final_scale : chunk_of(i + 1, 1),
-                                      NM, act_.normed, compute_, rows, T, D, kLayerNormEps, stream_);
+    cuda::residual_layernorm_modulate(act_.residual, stream_dtype, act_.branch, compute_, chunk_of(i, 5), NM,
+                                      next_shift, next_scale, NM, act_.normed, compute_, rows, T, D, kLayerNormEps,
+                                      stream_);
   }
   NvtxRange final_range("final_layer");
   linear(final_linear_, act_.normed, compute_, act_.final_tokens, f32, tokens, GemmEpilogue::bias);
