@@ -1,0 +1,45 @@
+#!/bin/bash
+# tools/campaign-audit.sh on scratch repositories, with the built dit-ar: a repository without
+# the loop's notes is refused (2) and told how to fetch them; an engine commit that says
+# Loop-exempt passes (0); an engine commit that is neither kept nor exempt fails (5) and is
+# named; an unknown base and a missing driver are refused (2).
+#   campaign_audit_test.sh SCRIPT DIT_AR
+set -u
+script=$1 dit_ar=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failures=0
+expect() {  # expect CODE PATTERN -- ARGS...: exit code CODE, output matching PATTERN
+  local code=$1 pattern=$2 out status
+  shift 3
+  out=$(bash "$script" --dit-ar "$dit_ar" --repo "$work/repo" "$@" 2>&1)
+  status=$?
+  if [ "$status" -ne "$code" ] || ! grep -qE "$pattern" <<<"$out"; then
+    echo "FAIL: campaign-audit.sh $* exited $status (expected $code), output:"; echo "$out"
+    failures=$((failures + 1))
+  else
+    echo "ok: $* -> $status"
+  fi
+}
+g() { git -C "$work/repo" -c user.name=test -c user.email=test@localhost "$@" >/dev/null; }
+
+git init -q "$work/repo"
+echo base >"$work/repo/README"
+g add README && g commit -q -m base
+base=$(git -C "$work/repo" rev-parse HEAD)
+mkdir -p "$work/repo/model" "$work/repo/kernels"
+echo fix >"$work/repo/model/engine.cpp"
+g add model && g commit -q -m "engine: a fix" -m "Loop-exempt: a correctness fix, no speed claimed"
+
+expect 2 "refs/notes/autoresearch" -- --base "$base"
+g notes --ref=autoresearch add -m "not a record" "$base"
+expect 0 "1 exempt, 0 outside the mutable paths, 0 failed" -- --base "$base"
+echo faster >"$work/repo/kernels/gemm.cu"
+g add kernels && g commit -q -m "kernels: faster, outside the loop"
+expect 5 "FAILED .*kernels: faster, outside the loop" -- --base "$base"
+expect 2 "names no commit" -- --base 0000000000000000000000000000000000000000
+out=$(bash "$script" --dit-ar "$work/no-such-dit-ar" --repo "$work/repo" --base "$base" 2>&1)
+status=$?
+if [ "$status" -eq 2 ] && grep -q "no dit-ar" <<<"$out"; then echo "ok: missing driver -> 2"; else
+  echo "FAIL: a missing driver exited $status: $out"; failures=$((failures + 1)); fi
+[ "$failures" -eq 0 ]
