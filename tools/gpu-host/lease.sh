@@ -296,7 +296,9 @@ stage_sbs() {
 
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
 # ncu-forward, ncu-vae (default: all of them), ncu-forward64 (not in the default: ncu-forward's
-# per-kernel times at 256 batch 64, the throughput lane's shape), cold (bench_cold_start: the
+# per-kernel times at 256 batch 64, the throughput lane's shape), ncu-residual64 (not in the
+# default: Nsight Compute's throughput, memory and occupancy sections of four residual launches at
+# 256 batch 64), cold (bench_cold_start: the
 # model load's phases) and kernels (not in the default: bench_kernels on every flash attention
 # form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
@@ -360,6 +362,16 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
     python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b$batch.csv" --marker patch_embed \
       --json "$f/ncu_f16b$batch.json" >"$f/ncu_f16b$batch.txt" 2>&1 || status=1
   done
+  if want ncu-residual64; then
+    # Why the residual launches run where they do at batch 64: Nsight Compute's throughput,
+    # memory and occupancy sections for four of them (two attention-residual launches, two
+    # pairs), after the first forward pass's 55.
+    ncu --clock-control none --cache-control none -k regex:residual_layernorm --launch-skip 55 --launch-count 4 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+      --print-units base --csv --page details --log-file "$f/ncu_residual64.csv" "$build/bench/bench_forward" \
+      --precision=fp16 "--benchmark_filter=image:256/batch:64/" --benchmark_min_time=0.01 \
+      --benchmark_repetitions=1 >"$f/ncu_residual64.out" 2>&1 || status=1
+  fi
   if want ncu-vae; then
     local size
     for size in 256 512; do
@@ -370,7 +382,7 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
         --json "$f/ncu_vae16_$size.json" >"$f/ncu_vae16_$size.txt" 2>&1 || status=1
     done
   fi
-  rm -f "$f"/*.csv
+  rm -f "$f"/ncu_f16b*.csv "$f"/ncu_vae16_*.csv  # the raw per-launch logs; their breakdowns stay
   grep -hE "_median|_p95" "$f"/*.txt | cut -c1-120
   head -4 "$f"/ncu_*.txt 2>/dev/null
   return $status
