@@ -166,11 +166,13 @@ run_stage() {
   return $status
 }
 
-stage_build() {
-  { cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)"; } \
-    >"$work/logs/build.log" 2>&1 \
-    || { tail -40 "$work/logs/build.log"; return 1; }
+# Configures and builds the a5500 preset of the lease's tree, the output into $1.
+build_a5500() {
+  { cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)"; } >"$1" 2>&1 ||
+    { tail -40 "$1"; return 1; }
 }
+
+stage_build() { build_a5500 "$work/logs/build.log"; }
 
 # The GPU's floors: each set calibrated on this GPU, written into the tree's contract and data
 # files and committed there (the session's clone fetches that commit).
@@ -469,8 +471,7 @@ stage_adopt() {
   git fetch -q "$clone" "$best" 'refs/notes/*:refs/notes/*' && git checkout -q --detach "$best" ||
     { echo "adopt: cannot check out $best"; return 1; }
   git log --format='%h %s' "$before..HEAD" | sed 's/^/adopted: /' | tee -a "$work/logs/adopt.txt"
-  { cmake --preset a5500 -G Ninja && CCACHE_DISABLE=1 cmake --build --preset a5500 -j "$(nproc)"; } \
-    >"$work/logs/adopt-build.log" 2>&1 || { tail -40 "$work/logs/adopt-build.log"; return 1; }
+  build_a5500 "$work/logs/adopt-build.log"
 }
 
 # Chosen GoogleTest cases of the build's test binaries, without the rest of their suites:
