@@ -2,7 +2,8 @@
 # tools/campaign-audit.sh on scratch repositories, with the built dit-ar: a repository without
 # the loop's notes is refused (2) and told how to fetch them; an engine commit that says
 # Loop-exempt passes (0); an engine commit that is neither kept nor exempt fails (5) and is
-# named; an unknown base and a missing driver are refused (2).
+# named; an unknown base and a missing driver are refused (2); the driver is asked for KEEP
+# records of the fp16 lanes only, each with an A5500-effect trailer.
 #   campaign_audit_test.sh SCRIPT DIT_AR
 set -u
 script=$1 dit_ar=$2
@@ -42,4 +43,13 @@ out=$(bash "$script" --dit-ar "$work/no-such-dit-ar" --repo "$work/repo" --base 
 status=$?
 if [ "$status" -eq 2 ] && grep -q "no dit-ar" <<<"$out"; then echo "ok: missing driver -> 2"; else
   echo "FAIL: a missing driver exited $status: $out"; failures=$((failures + 1)); fi
+# The campaign's policy as the driver receives it: fp16 lanes only, the A5500-effect trailer.
+printf '#!/bin/sh\necho "$@"\n' >"$work/args-dit-ar" && chmod +x "$work/args-dit-ar"
+out=$(bash "$script" --dit-ar "$work/args-dit-ar" --repo "$work/repo" --base "$base" 2>&1)
+if grep -q -- "--require-trailer A5500-effect" <<<"$out" && grep -q -- "--lane a5500-fp16-batch-256" <<<"$out" &&
+  ! grep -qE -- "--lane (a5500-e2e-256|a5500-session-256|a5500-bf16-session-256|cpu-smoke)" <<<"$out"; then
+  echo "ok: fp16 lanes and the trailer passed to the driver"
+else
+  echo "FAIL: the driver was called with: $out"; failures=$((failures + 1))
+fi
 [ "$failures" -eq 0 ]
