@@ -1,10 +1,11 @@
 // gemm_candidates: every cuBLASLt algorithm the heuristic offers for the linear layers of
 // DiT-XL/2, timed one by one, beside the one the engine takes (the heuristic's first, as in
 // model/cuda/cublaslt_gemm.cpp); for proj and fc2 also the gated residual folded into the epilogue
-// (a per-column alpha vector per batch entry, beta 1, in place), which the engine does not use. A research tool, not a benchmark: it answers "is the heuristic's pick
-// the fast one at this shape on this GPU, and what does the fast one look like" (tile, stages,
-// split-K, swizzle), which a deterministic per-shape choice can then encode. The engine never
-// times algorithms at startup.
+// (a per-column alpha vector per batch entry, beta 1, in place; into a float32 and into a 16-bit
+// residual stream), which the engine does not use. A research tool, not a benchmark: it answers
+// "is the heuristic's pick the fast one at this shape on this GPU, and what does the fast one
+// look like" (tile, stages, split-K, swizzle), which a deterministic per-shape choice can then
+// encode. The engine never times algorithms at startup.
 //
 // Layout as in the engine: row-major out[M, N] = in[M, K] * W[N, K]^T is the column-major
 // out^T = op(W) * in^T with W transposed. Each timed call follows an L2 flush (a 256 MB memset),
@@ -242,6 +243,20 @@ std::vector<Config> configs(const std::vector<int>& tokens, const std::vector<st
           c.output = c.operands;
           c.label = precision + " in, " + type_name(c.output) + " out +bias (alternative)";
           list.push_back(c);
+          // the gated residual into a 16-bit stream (the engine's fp16 path since 470ccad): the
+          // same three forms with a 16-bit C and D and a float32 alpha vector
+          const std::string out16 = precision + " in, " + type_name(c.output) + " out, x += ";
+          Config gated16 = c;
+          gated16.gated = true;
+          gated16.batches = M == 2048 ? 2 : std::max(1, M / 256);
+          gated16.label = out16 + "gate*(+bias) x" + std::to_string(gated16.batches);
+          list.push_back(gated16);
+          gated16.batches = 1;
+          gated16.label = out16 + "alpha*(+bias) x1";
+          list.push_back(gated16);
+          gated16.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+          gated16.label = out16 + "alpha*(.) x1";
+          list.push_back(gated16);
         }
       }
     }
