@@ -373,6 +373,8 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
       --print-units base --csv --page details --log-file "$f/ncu_residual64.csv" "$build/bench/bench_forward" \
       --precision=fp16 "--benchmark_filter=image:256/batch:64/" --benchmark_min_time=0.01 \
       --benchmark_repetitions=1 >"$f/ncu_residual64.out" 2>&1 || status=1
+    python3 tools/gpu-host/ncu_sections.py "$f/ncu_residual64.csv" --json "$f/ncu_residual64.json" \
+      >"$f/ncu_residual64.txt" 2>&1 || status=1
   fi
   if want ncu-vae; then
     local size
