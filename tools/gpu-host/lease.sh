@@ -529,5 +529,14 @@ for stage in "${wanted[@]}"; do
   # Without a build, or a build of the session's best, what follows would judge another tree.
   if [ "$stage" = build ] || [ "$stage" = adopt ] && [ $status -ne 0 ]; then break; fi
 done
+# Issue 32's speed targets, when this lease ran the side by side (with the one image when the
+# figures' e2e part ran too): met, not met, or no verdict off the targets' GPU.
+if [ -f "$work/side-by-side/torch_reference.json" ]; then
+  e2e=()
+  [ ! -f "$work/figures/bench_e2e_fp16.json" ] || e2e=(--e2e "$work/figures/bench_e2e_fp16.json")
+  python3 "$tree/bench/speed_targets.py" "$work/side-by-side/torch_reference.json" "${e2e[@]}" \
+    >"$work/side-by-side/speed-targets.txt" 2>&1
+  cat "$work/side-by-side/speed-targets.txt"
+fi
 touch "$work/done"
 echo "lease: done"
