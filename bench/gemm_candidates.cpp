@@ -226,37 +226,28 @@ std::vector<Config> configs(const std::vector<int>& tokens, const std::vector<st
         list.push_back(c);
         if (layer.float_output) {
           // The gated residual in the epilogue, per batch entry (DiT-XL/2's sequences: 256 tokens
-          // at 256, 1024 at 512; M = 2048 is batch 2 at 512).
-          Config gated = c;
-          gated.gated = true;
-          gated.batches = M == 2048 ? 2 : std::max(1, M / 256);
-          gated.label = precision + " in, f32 out, x += gate*(+bias) x" + std::to_string(gated.batches);
-          list.push_back(gated);
-          // which part is supported: the alpha vector unbatched, with and without the bias
-          gated.batches = 1;
-          gated.label = precision + " in, f32 out, x += alpha*(+bias) x1";
-          list.push_back(gated);
-          gated.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-          gated.label = precision + " in, f32 out, x += alpha*(.) x1";
-          list.push_back(gated);
+          // at 256, 1024 at 512; M = 2048 is batch 2 at 512), then which part is supported: the
+          // alpha vector unbatched, with and without the bias. Into a float32 stream, then into
+          // a 16-bit one (the engine's fp16 path since 470ccad), with a float32 alpha vector.
+          auto push_gated = [&](Config gated) {
+            const std::string prefix = precision + " in, " + type_name(gated.output) + " out, x += ";
+            gated.gated = true;
+            gated.batches = M == 2048 ? 2 : std::max(1, M / 256);
+            gated.label = prefix + "gate*(+bias) x" + std::to_string(gated.batches);
+            list.push_back(gated);
+            gated.batches = 1;
+            gated.label = prefix + "alpha*(+bias) x1";
+            list.push_back(gated);
+            gated.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+            gated.label = prefix + "alpha*(.) x1";
+            list.push_back(gated);
+          };
+          push_gated(c);
           // the alternative: 16-bit output, as PyTorch's fp16 model has
           c.output = c.operands;
           c.label = precision + " in, " + type_name(c.output) + " out +bias (alternative)";
           list.push_back(c);
-          // the gated residual into a 16-bit stream (the engine's fp16 path since 470ccad): the
-          // same three forms with a 16-bit C and D and a float32 alpha vector
-          const std::string out16 = precision + " in, " + type_name(c.output) + " out, x += ";
-          Config gated16 = c;
-          gated16.gated = true;
-          gated16.batches = M == 2048 ? 2 : std::max(1, M / 256);
-          gated16.label = out16 + "gate*(+bias) x" + std::to_string(gated16.batches);
-          list.push_back(gated16);
-          gated16.batches = 1;
-          gated16.label = out16 + "alpha*(+bias) x1";
-          list.push_back(gated16);
-          gated16.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-          gated16.label = out16 + "alpha*(.) x1";
-          list.push_back(gated16);
+          push_gated(c);
         }
       }
     }
