@@ -29,7 +29,8 @@
 #             stage-slurm.sh staged into .deps/slurm/ (driver_slurm_work), when the host lacks them
 #   workflow  cmake --workflow --preset LEASE_WORKFLOW (default a5500-fp16-session-256): a lane's
 #             configure, build and test presets as CI would run them; JUnit in logs/workflow/
-#   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs
+#   sbs       bench/side_by_side.sh: the engine against PyTorch eager / compile / graphs; at the
+#             lease's end bench/speed_targets.py reads it (and figures' e2e) against issue 32's targets
 #   figures   bench_forward (fp16: 256 b2 and b64, 512 b2), bench_vae, one fp16 image
 #             (bench_e2e), dit_profile (fp16 image; the session
 #             lane's fp32 case) and ncu per-kernel times of one fp16 forward and one VAE decode
