@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 32's speed targets against one run: met, not met, or not measured on their GPU.
 
-    speed_targets.py SIDE_BY_SIDE.json [--e2e BENCH_E2E.json] [--targets bench/speed_targets.json]
+    speed_targets.py SIDE_BY_SIDE.json [--e2e BENCH_E2E.json] [--targets config/speed-targets.json]
 
 SIDE_BY_SIDE.json is the `torch_reference.json` that bench/side_by_side.sh writes (its
 `engine_over_floor` ratios, engine / library floor in the same run, and the GPU's name);
@@ -18,7 +18,8 @@ import json
 import os
 import sys
 
-DEFAULT_TARGETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "speed_targets.json")
+DEFAULT_TARGETS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config",
+                               "speed-targets.json")
 
 
 class InputError(Exception):

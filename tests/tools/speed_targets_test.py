@@ -14,7 +14,7 @@ import unittest
 
 SOURCE = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else ".")
 TOOL = os.path.join(SOURCE, "bench", "speed_targets.py")
-TARGETS = os.path.join(SOURCE, "bench", "speed_targets.json")
+TARGETS = os.path.join(SOURCE, "config", "speed-targets.json")
 MET = {"forward/256/batch:2": 0.87, "forward/256/batch:64": 0.93, "forward/512/batch:2": 0.90}
 
 
