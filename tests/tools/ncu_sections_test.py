@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """tools/gpu-host/ncu_sections.py on made-up Nsight Compute details logs: one line per launch
 with its metrics as numbers (thousands separators read, Nsight Compute's own notes skipped),
-template arguments kept in the kernel's name, each rule once with the launches that raised it;
+template arguments kept in the kernel's name, each rule once with the launches that raised it,
+the scheduler and warp-state figures on a line of their own when the log has them;
 an empty log or another page's CSV is refused with exit code 2.
 
     ncu_sections_test.py SOURCE_DIR
@@ -76,6 +77,19 @@ class NcuSections(unittest.TestCase):
         self.assertIn("2.76", result.stdout)
         self.assertEqual(result.stdout.count("rule TheoreticalOccupancy (launches 0,1; estimated speedup 43.8%)"), 1)
         self.assertEqual(result.stdout.count("rule SOLBottleneck (launches 0)"), 1)
+        self.assertNotIn("cyc/inst", result.stdout)  # no scheduler sections in this log
+
+    def test_scheduler_sections_get_their_own_line(self):
+        metrics = {"Duration": "104,000", "Active Warps Per Scheduler": "2.95", "Eligible Warps Per Scheduler": "0.41",
+                   "Issued Warp Per Scheduler": "0.33", "No Eligible": "67.20",
+                   "Warp Cycles Per Issued Instruction": "8.94"}
+        result, data = self.run_tool(details_log([("void attention_flash_kernel<72, __half, 2>", metrics, [])]))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("cyc/inst", result.stdout)
+        line = [l for l in result.stdout.splitlines() if l.startswith("0 ") and "2.95" in l]
+        self.assertEqual(len(line), 1, result.stdout)
+        self.assertEqual(line[0].split()[-5:], ["2.95", "0.41", "0.33", "67.2", "8.94"])
+        self.assertEqual(data["launches"][0]["no_eligible_pct"], 67.2)
 
     def test_an_empty_log_is_refused(self):
         result, data = self.run_tool("==PROF== Connected to process 1\n==ERROR== no kernels were profiled\n")

@@ -300,8 +300,9 @@ stage_sbs() {
 # The parts of `figures` to run: LEASE_FIGURES, a comma list of forward, vae, e2e, profile,
 # ncu-forward, ncu-vae (default: all of them), ncu-forward64 (not in the default: ncu-forward's
 # per-kernel times at 256 batch 64, the throughput lane's shape), ncu-residual64 (not in the
-# default: Nsight Compute's throughput, memory and occupancy sections of four residual launches at
-# 256 batch 64), cold (bench_cold_start: the
+# default: Nsight Compute's throughput, memory, occupancy, scheduler and warp-state sections of
+# four residual launches at 256 batch 64), ncu-attention64 (the same of two flash attention
+# launches), cold (bench_cold_start: the
 # model load's phases) and kernels (not in the default: bench_kernels on every flash attention
 # form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
@@ -365,18 +366,23 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
     python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b$batch.csv" --marker patch_embed \
       --json "$f/ncu_f16b$batch.json" >"$f/ncu_f16b$batch.txt" 2>&1 || status=1
   done
-  if want ncu-residual64; then
-    # Why the residual launches run where they do at batch 64: Nsight Compute's throughput,
-    # memory and occupancy sections for four of them (two attention-residual launches, two
-    # pairs), after the first forward pass's 55.
-    ncu --clock-control none --cache-control none -k regex:residual_layernorm --launch-skip 55 --launch-count 4 \
+  # Nsight Compute's sections of COUNT launches of the kernels REGEX matches, after SKIP of them
+  # (the first forward pass's), in an fp16 forward at 256 batch 64: what bounds them (throughput,
+  # memory, occupancy, and the schedulers' issue and warp stalls), read by ncu_sections.py.
+  ncu_sections64() {
+    local name=$1 regex=$2 skip=$3 count=$4
+    ncu --clock-control none --cache-control none -k "regex:$regex" --launch-skip "$skip" --launch-count "$count" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-      --print-units base --csv --page details --log-file "$f/ncu_residual64.csv" "$build/bench/bench_forward" \
+      --section SchedulerStats --section WarpStateStats \
+      --print-units base --csv --page details --log-file "$f/$name.csv" "$build/bench/bench_forward" \
       --precision=fp16 "--benchmark_filter=image:256/batch:64/" --benchmark_min_time=0.01 \
-      --benchmark_repetitions=1 >"$f/ncu_residual64.out" 2>&1 || status=1
-    python3 tools/gpu-host/ncu_sections.py "$f/ncu_residual64.csv" --json "$f/ncu_residual64.json" \
-      >"$f/ncu_residual64.txt" 2>&1 || status=1
-  fi
+      --benchmark_repetitions=1 >"$f/$name.out" 2>&1 || status=1
+    python3 tools/gpu-host/ncu_sections.py "$f/$name.csv" --json "$f/$name.json" >"$f/$name.txt" 2>&1 || status=1
+  }
+  # Four residual launches (two after attention, two pairs after the MLP), after the first pass's 55.
+  if want ncu-residual64; then ncu_sections64 ncu_residual64 residual_layernorm 55 4; fi
+  # Two flash attention launches, after the first pass's 28.
+  if want ncu-attention64; then ncu_sections64 ncu_attention64 attention_flash 28 2; fi
   if want ncu-vae; then
     local size
     for size in 256 512; do

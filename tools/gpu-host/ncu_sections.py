@@ -7,8 +7,10 @@ one row per (launch, metric), Nsight Compute's own notes (`==PROF==`, `==WARNING
 Each launch gets one line: its kernel (the template arguments kept, since they tell the forms
 apart), grid and block, duration, DRAM and L2 throughput as percentages of peak, the bytes a
 second the memory system moved, L1 and L2 hit rates, registers a thread and theoretical and
-achieved occupancy. Then the rules Nsight Compute raised, once each, with the launches that
-raised them.
+achieved occupancy; with `--section SchedulerStats --section WarpStateStats`, a second line a
+launch: warps active, eligible and issued a scheduler a cycle, the share of cycles with none
+eligible, and a warp's cycles between issued instructions. Then the rules Nsight Compute raised,
+once each, with the launches that raised them.
 
     ncu_sections.py FILE.csv [--json OUT.json]
 """
@@ -30,6 +32,15 @@ COLUMNS = [
     ("registers", "Registers Per Thread"),
     ("theoretical_occupancy_pct", "Theoretical Occupancy"),
     ("achieved_occupancy_pct", "Achieved Occupancy"),
+]
+# SchedulerStats and WarpStateStats, when the log has them: how often a scheduler had a warp to
+# issue, and how long a warp waited between its instructions.
+SCHEDULER_COLUMNS = [
+    ("active_warps_per_scheduler", "Active Warps Per Scheduler"),
+    ("eligible_warps_per_scheduler", "Eligible Warps Per Scheduler"),
+    ("issued_warp_per_scheduler", "Issued Warp Per Scheduler"),
+    ("no_eligible_pct", "No Eligible"),
+    ("warp_cycles_per_issued", "Warp Cycles Per Issued Instruction"),
 ]
 
 
@@ -72,7 +83,7 @@ def read_launches(path):
     result = []
     for launch_id in order:
         launch = launches[launch_id]
-        values = {column: number(launch["metrics"].get(metric, "")) for column, metric in COLUMNS}
+        values = {column: number(launch["metrics"].get(metric, "")) for column, metric in COLUMNS + SCHEDULER_COLUMNS}
         result.append({"id": launch["id"], "kernel": launch["kernel"], "grid": launch["grid"],
                        "block": launch["block"], **values, "rules": launch["rules"]})
     return result
@@ -103,6 +114,14 @@ def main():
             text(l["memory_bytes_per_s"], 1e12, 2), text(l["l1_hit_pct"]), text(l["l2_hit_pct"]),
             text(l["registers"], digits=0), text(l["theoretical_occupancy_pct"]),
             text(l["achieved_occupancy_pct"])))
+    if any(l[column] is not None for l in launches for column, _ in SCHEDULER_COLUMNS):
+        print("%-3s %-60s %8s %8s %8s %8s %8s" % ("id", "kernel", "active", "eligible", "issued", "none%",
+                                                 "cyc/inst"))
+        for l in launches:
+            print("%-3d %-60s %8s %8s %8s %8s %8s" % (
+                l["id"], l["kernel"][-60:], text(l["active_warps_per_scheduler"], digits=2),
+                text(l["eligible_warps_per_scheduler"], digits=2), text(l["issued_warp_per_scheduler"], digits=2),
+                text(l["no_eligible_pct"]), text(l["warp_cycles_per_issued"], digits=2)))
     raised = {}
     for l in launches:
         for rule in l["rules"]:
