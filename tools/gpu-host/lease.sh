@@ -534,7 +534,7 @@ for stage in "${wanted[@]}"; do
   run_stage "$stage"
   status=$?
   # Without a build, or a build of the session's best, what follows would judge another tree.
-  if [ "$stage" = build ] || [ "$stage" = adopt ] && [ $status -ne 0 ]; then break; fi
+  if [ $status -ne 0 ] && { [ "$stage" = build ] || [ "$stage" = adopt ]; }; then break; fi
 done
 # Issue 32's speed targets, when this lease ran the side by side (with the one image when the
 # figures' e2e part ran too): met, not met, or no verdict off the targets' GPU.
