@@ -3,7 +3,10 @@
 # the loop's notes is refused (2) and told how to fetch them; an engine commit that says
 # Loop-exempt passes (0); an engine commit that is neither kept nor exempt fails (5) and is
 # named; an unknown base and a missing driver are refused (2); the driver is asked for KEEP
-# records of the fp16 lanes only, each with an A5500-effect trailer.
+# records of the fp16 lanes only, each with an A5500-effect trailer. With --notes-in-tree, the
+# KEEP records committed as knowledge/sessions/**/keep-note-<commit>.json are audited in a
+# scratch copy: a record that matches passes, one that names another parent fails, none is
+# refused (2), and the checkout's own refs are left as they were.
 #   campaign_audit_test.sh SCRIPT DIT_AR
 set -u
 script=$1 dit_ar=$2
@@ -52,4 +55,44 @@ if grep -q -- "--require-trailer A5500-effect" <<<"$out" && grep -q -- "--lane a
 else
   echo "FAIL: the driver was called with: $out"; failures=$((failures + 1))
 fi
+
+# Notes that did not travel with the branch: the tree's copies.
+git init -q "$work/tree"
+t() { git -C "$work/tree" -c user.name=test -c user.email=test@localhost "$@" >/dev/null; }
+echo base >"$work/tree/README"
+t add README && t commit -q -m base
+tree_base=$(git -C "$work/tree" rev-parse HEAD)
+expect_tree() {  # expect_tree CODE PATTERN: the audit of $work/tree with --notes-in-tree
+  local out status
+  out=$(bash "$script" --dit-ar "$dit_ar" --repo "$work/tree" --notes-in-tree --base "$tree_base" 2>&1)
+  status=$?
+  if [ "$status" -ne "$1" ] || ! grep -qE "$2" <<<"$out"; then
+    echo "FAIL: --notes-in-tree exited $status (expected $1), output:"; echo "$out"
+    failures=$((failures + 1))
+  else
+    echo "ok: --notes-in-tree -> $status"
+  fi
+}
+expect_tree 2 "no keep-note-<commit>.json"
+mkdir -p "$work/tree/kernels"
+echo faster >"$work/tree/kernels/gemm.cu"
+t add kernels && t commit -q -m "kernels: faster" -m "A5500-effect: fewer bytes"
+kept=$(git -C "$work/tree" rev-parse HEAD)
+record() {  # record PARENT: a KEEP record of $kept judged on top of PARENT
+  printf '{"kind": "experiment", "status": "KEEP", "commit": "%s", "parent": "%s", "best_before": "%s",
+ "lane": "a5500-fp16-batch-256", "run_dir": "runs/0001-%s"}\n' "$kept" "$1" "$1" "${kept:0:8}"
+}
+mkdir -p "$work/tree/knowledge/sessions/s1"
+record "$tree_base" >"$work/tree/knowledge/sessions/s1/keep-note-${kept:0:7}.json"
+t add knowledge && t commit -q -m "the session's records"
+expect_tree 0 "1 kept by the loop, 0 exempt, 1 outside the mutable paths, 0 failed"
+if git -C "$work/tree" rev-parse -q --verify refs/notes/autoresearch >/dev/null; then
+  echo "FAIL: --notes-in-tree wrote notes into the audited checkout"; failures=$((failures + 1))
+fi
+record "$kept" >"$work/tree/knowledge/sessions/s1/keep-note-${kept:0:7}.json"
+t commit -q -a -m "a record on the wrong parent"
+expect_tree 5 "FAILED .*kernels: faster"
+echo '{}' >"$work/tree/knowledge/sessions/s1/keep-note-0123456.json"
+t add knowledge && t commit -q -m "a record of no commit"
+expect_tree 2 "names no single commit"
 [ "$failures" -eq 0 ]
