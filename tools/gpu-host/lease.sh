@@ -302,7 +302,8 @@ stage_sbs() {
 # per-kernel times at 256 batch 64, the throughput lane's shape), ncu-residual64 (not in the
 # default: Nsight Compute's throughput, memory, occupancy, scheduler and warp-state sections of
 # four residual launches at 256 batch 64), ncu-attention64 (the same of two flash attention
-# launches), cold (bench_cold_start: the
+# launches), ncu-attention512 (the same of two flash attention launches at 512 batch 2, T = 1024,
+# where the flash kernel is compute-bound on the A5500 too), cold (bench_cold_start: the
 # model load's phases) and kernels (not in the default: bench_kernels on every flash attention
 # form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
@@ -369,13 +370,13 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   # Nsight Compute's sections of COUNT launches of the kernels REGEX matches, after SKIP of them
   # (the first forward pass's), in an fp16 forward at 256 batch 64: what bounds them (throughput,
   # memory, occupancy, and the schedulers' issue and warp stalls), read by ncu_sections.py.
-  ncu_sections64() {
-    local name=$1 regex=$2 skip=$3 count=$4
+  ncu_sections64() {  # NAME REGEX SKIP COUNT [SHAPE]: SHAPE a bench_forward filter, 256 batch 64 by default
+    local name=$1 regex=$2 skip=$3 count=$4 shape=${5:-image:256/batch:64/}
     ncu --clock-control none --cache-control none -k "regex:$regex" --launch-skip "$skip" --launch-count "$count" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section SchedulerStats --section WarpStateStats \
       --print-units base --csv --page details --log-file "$f/$name.csv" "$build/bench/bench_forward" \
-      --precision=fp16 "--benchmark_filter=image:256/batch:64/" --benchmark_min_time=0.01 \
+      --precision=fp16 "--benchmark_filter=$shape" --benchmark_min_time=0.01 \
       --benchmark_repetitions=1 >"$f/$name.out" 2>&1 || status=1
     python3 tools/gpu-host/ncu_sections.py "$f/$name.csv" --json "$f/$name.json" >"$f/$name.txt" 2>&1 || status=1
   }
@@ -383,6 +384,7 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
   if want ncu-residual64; then ncu_sections64 ncu_residual64 residual_layernorm 55 4; fi
   # Two flash attention launches, after the first pass's 28.
   if want ncu-attention64; then ncu_sections64 ncu_attention64 attention_flash 28 2; fi
+  if want ncu-attention512; then ncu_sections64 ncu_attention512 attention_flash 28 2 image:512/batch:2/; fi
   if want ncu-vae; then
     local size
     for size in 256 512; do
