@@ -13,10 +13,11 @@ script=$1 dit_ar=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
+repo=$work/repo  # the checkout expect audits
 expect() {  # expect CODE PATTERN -- ARGS...: exit code CODE, output matching PATTERN
   local code=$1 pattern=$2 out status
   shift 3
-  out=$(bash "$script" --dit-ar "$dit_ar" --repo "$work/repo" "$@" 2>&1)
+  out=$(bash "$script" --dit-ar "$dit_ar" --repo "$repo" "$@" 2>&1)
   status=$?
   if [ "$status" -ne "$code" ] || ! grep -qE "$pattern" <<<"$out"; then
     echo "FAIL: campaign-audit.sh $* exited $status (expected $code), output:"; echo "$out"
@@ -58,22 +59,12 @@ fi
 
 # Notes that did not travel with the branch: the tree's copies.
 git init -q "$work/tree"
+repo=$work/tree
 t() { git -C "$work/tree" -c user.name=test -c user.email=test@localhost "$@" >/dev/null; }
 echo base >"$work/tree/README"
 t add README && t commit -q -m base
 tree_base=$(git -C "$work/tree" rev-parse HEAD)
-expect_tree() {  # expect_tree CODE PATTERN: the audit of $work/tree with --notes-in-tree
-  local out status
-  out=$(bash "$script" --dit-ar "$dit_ar" --repo "$work/tree" --notes-in-tree --base "$tree_base" 2>&1)
-  status=$?
-  if [ "$status" -ne "$1" ] || ! grep -qE "$2" <<<"$out"; then
-    echo "FAIL: --notes-in-tree exited $status (expected $1), output:"; echo "$out"
-    failures=$((failures + 1))
-  else
-    echo "ok: --notes-in-tree -> $status"
-  fi
-}
-expect_tree 2 "no keep-note-<commit>.json"
+expect 2 "no keep-note-<commit>.json" -- --notes-in-tree --base "$tree_base"
 mkdir -p "$work/tree/kernels"
 echo faster >"$work/tree/kernels/gemm.cu"
 t add kernels && t commit -q -m "kernels: faster" -m "A5500-effect: fewer bytes"
@@ -85,14 +76,14 @@ record() {  # record PARENT: a KEEP record of $kept judged on top of PARENT
 mkdir -p "$work/tree/knowledge/sessions/s1"
 record "$tree_base" >"$work/tree/knowledge/sessions/s1/keep-note-${kept:0:7}.json"
 t add knowledge && t commit -q -m "the session's records"
-expect_tree 0 "1 kept by the loop, 0 exempt, 1 outside the mutable paths, 0 failed"
+expect 0 "1 kept by the loop, 0 exempt, 1 outside the mutable paths, 0 failed" -- --notes-in-tree --base "$tree_base"
 if git -C "$work/tree" rev-parse -q --verify refs/notes/autoresearch >/dev/null; then
   echo "FAIL: --notes-in-tree wrote notes into the audited checkout"; failures=$((failures + 1))
 fi
 record "$kept" >"$work/tree/knowledge/sessions/s1/keep-note-${kept:0:7}.json"
 t commit -q -a -m "a record on the wrong parent"
-expect_tree 5 "FAILED .*kernels: faster"
+expect 5 "FAILED .*kernels: faster" -- --notes-in-tree --base "$tree_base"
 echo '{}' >"$work/tree/knowledge/sessions/s1/keep-note-0123456.json"
 t add knowledge && t commit -q -m "a record of no commit"
-expect_tree 2 "names no single commit"
+expect 2 "names no single commit" -- --notes-in-tree --base "$tree_base"
 [ "$failures" -eq 0 ]
