@@ -81,7 +81,7 @@ git -C "$audited" rev-parse -q --verify refs/notes/autoresearch >/dev/null ||
          "fetch them: git fetch <remote> 'refs/notes/*:refs/notes/*', or audit the copies" \
          "committed in the tree with --notes-in-tree" >&2; exit 2; }
 lanes=""
-for lane in a5500-fp16-256 a5500-fp16-session-256 a5500-fp16-batch-256; do lanes="$lanes --lane $lane"; done
+for lane in a5500-fp16-256 a5500-fp16-session-256 a5500-fp16-batch-256 a5500-fp16-512; do lanes="$lanes --lane $lane"; done
 status=0
 # shellcheck disable=SC2086  # one word per option
 "$dit_ar" audit "$base" "$tip" --repo "$audited" --config "$config" --require-trailer A5500-effect $lanes || status=$?
