@@ -368,9 +368,10 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
       --json "$f/ncu_f16b$batch.json" >"$f/ncu_f16b$batch.txt" 2>&1 || status=1
   done
   # Nsight Compute's sections of COUNT launches of the kernels REGEX matches, after SKIP of them
-  # (the first forward pass's), in an fp16 forward at 256 batch 64: what bounds them (throughput,
-  # memory, occupancy, and the schedulers' issue and warp stalls), read by ncu_sections.py.
-  ncu_sections64() {  # NAME REGEX SKIP COUNT [SHAPE]: SHAPE a bench_forward filter, 256 batch 64 by default
+  # (the first forward pass's), in an fp16 forward of SHAPE (a bench_forward filter, 256 batch 64
+  # by default): what bounds them (throughput, memory, occupancy, and the schedulers' issue and
+  # warp stalls), read by ncu_sections.py into NAME.txt and NAME.json.
+  ncu_sections() {  # NAME REGEX SKIP COUNT [SHAPE]
     local name=$1 regex=$2 skip=$3 count=$4 shape=${5:-image:256/batch:64/}
     ncu --clock-control none --cache-control none -k "regex:$regex" --launch-skip "$skip" --launch-count "$count" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
@@ -381,10 +382,10 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
     python3 tools/gpu-host/ncu_sections.py "$f/$name.csv" --json "$f/$name.json" >"$f/$name.txt" 2>&1 || status=1
   }
   # Four residual launches (two after attention, two pairs after the MLP), after the first pass's 55.
-  if want ncu-residual64; then ncu_sections64 ncu_residual64 residual_layernorm 55 4; fi
+  if want ncu-residual64; then ncu_sections ncu_residual64 residual_layernorm 55 4; fi
   # Two flash attention launches, after the first pass's 28.
-  if want ncu-attention64; then ncu_sections64 ncu_attention64 attention_flash 28 2; fi
-  if want ncu-attention512; then ncu_sections64 ncu_attention512 attention_flash 28 2 image:512/batch:2/; fi
+  if want ncu-attention64; then ncu_sections ncu_attention64 attention_flash 28 2; fi
+  if want ncu-attention512; then ncu_sections ncu_attention512 attention_flash 28 2 image:512/batch:2/; fi
   if want ncu-vae; then
     local size
     for size in 256 512; do
