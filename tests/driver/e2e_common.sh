@@ -35,6 +35,35 @@ fail() {
     cat "$LAST"
     echo "----"
   fi
+  e2e_show_crashes
+}
+# e2e_show_crashes: once per state directory, the reasons of every run recorded as CRASH in it
+# (run.json) and the last lines of each log a reason names, so that a failure on a machine whose
+# temporary folder is gone (CI) still says why a candidate crashed.
+e2e_show_crashes() {
+  [ -n "${STATE:-}" ] && [ -d "$STATE/runs" ] && [ "${SHOWN_CRASHES:-}" != "$STATE" ] || return 0
+  SHOWN_CRASHES=$STATE
+  python3 - "$STATE/runs" <<'PY'
+import glob, json, os, re, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*", "run.json"))):
+    try:
+        run = json.load(open(path, encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        print(f"---- {path}: unreadable ({error})")
+        continue
+    if run.get("status") != "CRASH":
+        continue
+    print(f"---- CRASH {run.get('run_dir')} ({run.get('description')}):")
+    for reason in run.get("reasons", []):
+        print(f"  {reason}")
+        for log in re.findall(r"(/\S+\.log)\b", reason):
+            if os.path.isfile(log):
+                lines = open(log, encoding="utf-8", errors="replace").read().splitlines()
+                print(f"  -- last lines of {log}:")
+                for line in lines[-25:]:
+                    print(f"    {line}")
+PY
+  echo "----"
 }
 step() { echo; echo "== $*"; }
 
