@@ -567,4 +567,21 @@ print("\n".join(problems) or f"{len(events)} events recorded")
 sys.exit(1 if problems else 0)
 PY
 
+step "a rest of the build longer than the test timeout -> KEEP, the tests given their whole time"
+# What the gate inputs do not need is built after their tests and the quality gates ran, before
+# the performance gate: that build counts against the build's timeout (300 s here), not the
+# tests' (20 s), whose clock stops while it runs.
+cat >>"$REPO/src/CMakeLists.txt" <<'CMAKE'
+# A step of the build the renders do not need, longer than the tests' timeout.
+add_custom_target(fixture_plan_tables ALL COMMAND sleep 22 VERBATIM)
+CMAKE
+set_plan 4
+commit_change "Precompute the plan tables at build time"
+SLOWBUILD=$(head_sha)
+ar slowbuild experiment --classification exact --description "plan tables at build time"
+expect_rc 0
+expect_line "status: KEEP"
+expect_line "commit: $SLOWBUILD"
+expect_row "$(rows)" KEEP exact "$SLOWBUILD"
+
 e2e_finish
