@@ -51,6 +51,26 @@ if(DIT_WITH_CUDA)
                     "-DDIT_CUTLASS_INCLUDE_DIR=<folder holding cutlass/ and cute/>): dit::cutlass is not defined "
                     "and cutlass_gemm_test is not built")
   endif()
+  # cudnn-frontend's headers (FindCudnnFrontend.cmake), the graph API over cuDNN's backend
+  # descriptors, for what cuDNN offers only through it (its fused attention): dit::cudnn_frontend,
+  # a SYSTEM include with cuDNN itself, without the frontend's bundled JSON library (serialising
+  # graphs is not used, and its nlohmann copy would meet Debian's), and with NVRTC, which one of
+  # its engines (for sm_100) calls; nothing of it needs libcuda.so.1 to start, so a machine without
+  # a GPU runs its tests to their skip. Optional like CUTLASS: without it dit::cudnn_frontend is
+  # not defined and its smoke test (tests/deps/) not built.
+  find_package(CudnnFrontend 1.8)
+  if(CudnnFrontend_FOUND AND NOT TARGET dit_cudnn_frontend)
+    add_library(dit_cudnn_frontend INTERFACE)
+    # BUILD_INTERFACE: the installed package does not ship cudnn-frontend (DitInstall.cmake).
+    target_include_directories(dit_cudnn_frontend SYSTEM INTERFACE "$<BUILD_INTERFACE:${DIT_CUDNN_FRONTEND_INCLUDE_DIR}>")
+    target_compile_definitions(dit_cudnn_frontend INTERFACE CUDNN_FRONTEND_SKIP_JSON_LIB)
+    target_link_libraries(dit_cudnn_frontend INTERFACE CUDNN::cudnn CUDA::cudart CUDA::nvrtc)
+    add_library(dit::cudnn_frontend ALIAS dit_cudnn_frontend)
+  elseif(NOT CudnnFrontend_FOUND)
+    message(WARNING "cudnn-frontend 1.8+ not found (tools/install-deps.sh, or "
+                    "-DDIT_CUDNN_FRONTEND_INCLUDE_DIR=<folder holding cudnn_frontend.h>): dit::cudnn_frontend "
+                    "is not defined and cudnn_sdpa_test is not built")
+  endif()
 endif()
 
 if(DIT_WITH_TESTS)

@@ -47,3 +47,26 @@ if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } \
   $sudo rm -rf "$cutlass"
   $sudo python3 -m pip install -q --no-deps --target "$cutlass" nvidia-cutlass==4.2.0.0
 fi
+
+# cudnn-frontend's C++ headers (cmake/FindCudnnFrontend.cmake), the include/ folder of NVIDIA's
+# nvidia-cudnn-frontend wheel at the version the project tests (tools/gpu-host/stage-cudnn-frontend.sh
+# stages the same), without the wheel's Python bindings (90 MB the build never uses): downloaded,
+# and its headers alone unpacked into /opt/nvidia-cudnn-frontend/include, the marker last.
+cudnn_frontend=/opt/nvidia-cudnn-frontend
+if { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; } \
+   && [ ! -f "$cudnn_frontend/nvidia-cudnn-frontend-1.32.0" ]; then
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; else sudo=""; fi
+  wheels=$(mktemp -d)
+  python3 -m pip download -q --no-deps -d "$wheels" nvidia-cudnn-frontend==1.32.0
+  $sudo rm -rf "$cudnn_frontend"
+  $sudo python3 - "$wheels"/nvidia_cudnn_frontend-1.32.0-*.whl "$cudnn_frontend" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    headers = [name for name in wheel.namelist() if name.startswith("include/") and not name.endswith("/")]
+    assert "include/cudnn_frontend.h" in headers, f"{sys.argv[1]} holds no include/cudnn_frontend.h"
+    for name in headers:
+        wheel.extract(name, sys.argv[2])
+PY
+  $sudo touch "$cudnn_frontend/nvidia-cudnn-frontend-1.32.0"
+  rm -rf "$wheels"
+fi
