@@ -338,6 +338,12 @@ const Lane& Config::lane(const std::string& name) const {
   return it->second;
 }
 
+long experiment_limit_seconds(const Config& config, const Lane& lane) {
+  const Timeouts& limits = config.timeouts;
+  const long presets = static_cast<long>(lane.test_presets.size());
+  return 3L * limits.configure + 4L * limits.build + 2L * presets * limits.configure + limits.test;
+}
+
 nlohmann::json lane_to_json(const Lane& lane, double effective_min_improvement_percent) {
   return {
       {"name", lane.name},

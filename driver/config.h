@@ -136,6 +136,14 @@ Config load_config(const std::filesystem::path& path, const std::filesystem::pat
 Config parse_config(const nlohmann::json& document, const std::filesystem::path& path,
                     const std::filesystem::path& source_dir);
 
+// The longest one experiment of `lane` may take, in seconds: every stage it may run, each to its
+// limit (config.timeouts). The judge's and the best's configure and build (rebuilt when missing
+// or changed), the candidate's configure, its gate inputs' build and the rest of its build (two
+// stages, each with the build limit: the tests' time stops while the rest builds), each test
+// preset's listing before the build and again after it, and the tests. A Slurm worker's job asks
+// for this (`dit-ar work --slurm`, --time).
+long experiment_limit_seconds(const Config& config, const Lane& lane);
+
 // The lane as the JSON the performance gate reads from the run directory (lane.json), with
 // the effective minimum improvement (possibly raised by the A/A noise measurement). The driver
 // adds "mode": "compare" (candidate against the best) or "noise" (the baseline's A/A run).

@@ -358,13 +358,9 @@ struct WorkOptions {
 // The file sbatch --parsable's output (the job id) goes to, in the run folder.
 constexpr const char* kSlurmJobFile = "slurm-job.txt";
 
-// The job's time limit: every stage a worker may run, each to its limit (the best's and the
-// candidate's configure and build, a test listing per test preset, the tests), in minutes.
+// The job's time limit: the longest an experiment of the lane may take, in whole minutes.
 int worker_minutes(const Config& config, const Lane& lane) {
-  const Timeouts& limits = config.timeouts;
-  const long seconds = 2L * (limits.configure + limits.build) +
-                       static_cast<long>(lane.test_presets.size()) * limits.configure + limits.test;
-  return static_cast<int>((seconds + 59) / 60);
+  return static_cast<int>((experiment_limit_seconds(config, lane) + 59) / 60);
 }
 
 // The process group a worker's inflight.json names, when its stage runs on this host.

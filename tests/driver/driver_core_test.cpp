@@ -167,6 +167,21 @@ TEST(Config, AcceptsAMinimalFileWithDefaults) {
   EXPECT_THROW(config.lane("other"), dit::Error);
 }
 
+// Every stage of one experiment at its limit, each counted: configure 60, build 600, test 1200
+// and two test presets: 3 configures (judge, best, candidate), 4 builds (judge, best, the
+// candidate's gate inputs and the rest), 2 listings a preset, the tests: 4020 s. A fifth build or
+// one listing fewer would change the sum.
+TEST(Config, AnExperimentsLimitCountsEveryStage) {
+  nlohmann::json document = minimal_config();
+  document["timeouts_seconds"] = {{"configure", 60}, {"build", 600}, {"test", 1200}};
+  document["lanes"]["l"]["test_presets"] = {"c", "c-perf"};
+  const Config config = parse_config(document, "cfg.json", "/repo");
+  EXPECT_EQ(experiment_limit_seconds(config, config.lane("l")), 4020);
+  document["lanes"]["l"]["test_presets"] = {"c"};
+  const Config one_preset = parse_config(document, "cfg.json", "/repo");
+  EXPECT_EQ(experiment_limit_seconds(one_preset, one_preset.lane("l")), 3900);
+}
+
 TEST(Config, NamesTheFieldThatIsWrong) {
   nlohmann::json document = minimal_config();
   document["lanes"]["l"]["objective"]["unit"] = "sec";
