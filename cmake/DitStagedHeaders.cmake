@@ -1,0 +1,42 @@
+# dit_staged_headers(NAME CURRENT OUT): a header-only dependency's copy staged for a GPU host
+# without a package registry (tools/gpu-host/stage-<NAME>.sh), share/NAME/include.tar.xz under a
+# CMAKE_PREFIX_PATH entry (`. .deps/env.sh` puts .deps/root/usr there) or under this tree's
+# .deps/root/usr. Where one is staged, OUT is the folder it unpacks to in the build tree
+# (_deps/NAME/include), unpacked once and again only when the archive changes, unless CURRENT
+# (the find module's include-folder cache variable) already names another folder; where none is
+# staged, OUT is empty. Used by FindCUTLASS.cmake and FindCudnnFrontend.cmake.
+function(dit_staged_headers name current out)
+  set(prefixes ${CMAKE_PREFIX_PATH})
+  if(DEFINED ENV{CMAKE_PREFIX_PATH})
+    file(TO_CMAKE_PATH "$ENV{CMAKE_PREFIX_PATH}" environment_prefixes)
+    list(APPEND prefixes ${environment_prefixes})
+  endif()
+  list(APPEND prefixes "${PROJECT_SOURCE_DIR}/.deps/root/usr")
+  set(archive "")
+  foreach(prefix IN LISTS prefixes)
+    if(EXISTS "${prefix}/share/${name}/include.tar.xz")
+      set(archive "${prefix}/share/${name}/include.tar.xz")
+      break()
+    endif()
+  endforeach()
+  if(NOT archive)
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
+  set(unpacked "${CMAKE_BINARY_DIR}/_deps/${name}")
+  if(NOT current OR current STREQUAL "${unpacked}/include")
+    file(SHA256 "${archive}" archive_sha256)
+    set(stamp "${unpacked}/include.tar.xz.sha256")
+    set(unpacked_sha256 "")
+    if(EXISTS "${stamp}")
+      file(READ "${stamp}" unpacked_sha256)
+    endif()
+    if(NOT unpacked_sha256 STREQUAL archive_sha256)
+      message(STATUS "Unpacking ${name}'s headers from ${archive}")
+      file(REMOVE_RECURSE "${unpacked}")
+      file(ARCHIVE_EXTRACT INPUT "${archive}" DESTINATION "${unpacked}")
+      file(WRITE "${stamp}" "${archive_sha256}")
+    endif()
+  endif()
+  set(${out} "${unpacked}/include" PARENT_SCOPE)
+endfunction()
