@@ -20,14 +20,9 @@
 #include <vector>
 
 #include "cudnn_frontend.h"
+#include "tests/deps/cuda_assert.h"
 #include "tests/support/test_support.h"
 
-#define ASSERT_CUDA_SUCCESS(call)                                                             \
-  do {                                                                                        \
-    const cudaError_t status_ = (call);                                                       \
-    ASSERT_EQ(status_, cudaSuccess) << #call << " at " << __FILE__ << ":" << __LINE__ << ": " \
-                                    << cudaGetErrorString(status_);                           \
-  } while (0)
 #define ASSERT_FRONTEND_GOOD(call)                                            \
   do {                                                                        \
     auto status_ = (call);                                                    \

@@ -12,14 +12,8 @@
 #include <vector>
 
 #include "cutlass/gemm/device/gemm.h"
+#include "tests/deps/cuda_assert.h"
 #include "tests/support/test_support.h"
-
-#define ASSERT_CUDA_SUCCESS(call)                                                             \
-  do {                                                                                        \
-    const cudaError_t status_ = (call);                                                       \
-    ASSERT_EQ(status_, cudaSuccess) << #call << " at " << __FILE__ << ":" << __LINE__ << ": " \
-                                    << cudaGetErrorString(status_);                           \
-  } while (0)
 
 namespace dit {
 namespace {
