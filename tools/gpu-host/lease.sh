@@ -303,7 +303,8 @@ stage_sbs() {
 # default: Nsight Compute's throughput, memory, occupancy, scheduler and warp-state sections of
 # four residual launches at 256 batch 64), ncu-attention64 (the same of two flash attention
 # launches), ncu-attention512 (the same of two flash attention launches at 512 batch 2, T = 1024,
-# where the flash kernel is compute-bound on the A5500 too), cold (bench_cold_start: the
+# where the flash kernel is compute-bound on the A5500 too), ncu-cudnn512 (the same of cuDNN's
+# fused attention at that shape, the first launches of tests/deps/cudnn_sdpa_test's case), cold (bench_cold_start: the
 # model load's phases) and kernels (not in the default: bench_kernels on every flash attention
 # form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
@@ -367,25 +368,34 @@ s.save_file({k: v.contiguous() for k, v in t.random_xl2_weights("cuda").items()}
     python3 tools/gpu-host/ncu_breakdown.py "$f/ncu_f16b$batch.csv" --marker patch_embed \
       --json "$f/ncu_f16b$batch.json" >"$f/ncu_f16b$batch.txt" 2>&1 || status=1
   done
-  # Nsight Compute's sections of COUNT launches of the kernels REGEX matches, after SKIP of them
-  # (the first forward pass's), in an fp16 forward of SHAPE (a bench_forward filter, 256 batch 64
-  # by default): what bounds them (throughput, memory, occupancy, and the schedulers' issue and
+  # Nsight Compute's sections of COUNT launches of the kernels REGEX matches, after SKIP of them,
+  # in COMMAND: what bounds them (throughput, memory, occupancy, and the schedulers' issue and
   # warp stalls), read by ncu_sections.py into NAME.txt and NAME.json.
-  ncu_sections() {  # NAME REGEX SKIP COUNT [SHAPE]
-    local name=$1 regex=$2 skip=$3 count=$4 shape=${5:-image:256/batch:64/}
+  ncu_details() {  # NAME REGEX SKIP COUNT COMMAND...
+    local name=$1 regex=$2 skip=$3 count=$4
+    shift 4
     ncu --clock-control none --cache-control none -k "regex:$regex" --launch-skip "$skip" --launch-count "$count" \
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
       --section SchedulerStats --section WarpStateStats \
-      --print-units base --csv --page details --log-file "$f/$name.csv" "$build/bench/bench_forward" \
-      --precision=fp16 "--benchmark_filter=$shape" --benchmark_min_time=0.01 \
-      --benchmark_repetitions=1 >"$f/$name.out" 2>&1 || status=1
+      --print-units base --csv --page details --log-file "$f/$name.csv" "$@" >"$f/$name.out" 2>&1 || status=1
     python3 tools/gpu-host/ncu_sections.py "$f/$name.csv" --json "$f/$name.json" >"$f/$name.txt" 2>&1 || status=1
+  }
+  # The same in an fp16 forward of SHAPE (a bench_forward filter, 256 batch 64 by default), after
+  # SKIP launches (the first forward pass's).
+  ncu_sections() {  # NAME REGEX SKIP COUNT [SHAPE]
+    ncu_details "$1" "$2" "$3" "$4" "$build/bench/bench_forward" --precision=fp16 \
+      "--benchmark_filter=${5:-image:256/batch:64/}" --benchmark_min_time=0.01 --benchmark_repetitions=1
   }
   # Four residual launches (two after attention, two pairs after the MLP), after the first pass's 55.
   if want ncu-residual64; then ncu_sections ncu_residual64 residual_layernorm 55 4; fi
   # Two flash attention launches, after the first pass's 28.
   if want ncu-attention64; then ncu_sections ncu_attention64 attention_flash 28 2; fi
   if want ncu-attention512; then ncu_sections ncu_attention512 attention_flash 28 2 image:512/batch:2/; fi
+  # cuDNN's fused attention at that shape on the engine's packed qkv layout (tests/deps/
+  # cudnn_sdpa_test's case, fp16): its first launches, eager and replayed from the CUDA graph.
+  if want ncu-cudnn512; then
+    ncu_details ncu_cudnn512 . 0 4 "$build/tests/deps/cudnn_sdpa_test" '--gtest_filter=*/b2_t1024_h16_d72_fp16'
+  fi
   if want ncu-vae; then
     local size
     for size in 256 512; do
