@@ -304,9 +304,9 @@ stage_sbs() {
 # four residual launches at 256 batch 64), ncu-attention64 (the same of two flash attention
 # launches), ncu-attention512 (the same of two flash attention launches at 512 batch 2, T = 1024,
 # where the flash kernel is compute-bound on the A5500 too), ncu-cudnn512 (the same of cuDNN's
-# fused attention at that shape, the first launches of tests/deps/cudnn_sdpa_test's case), cold (bench_cold_start: the
-# model load's phases) and kernels (not in the default: bench_kernels on every flash attention
-# form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
+# fused attention at that shape, the first launches of tests/deps/cudnn_sdpa_test's case), cold
+# (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
+# every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
