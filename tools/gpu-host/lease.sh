@@ -465,11 +465,13 @@ session_run() {
   cp -r "$work/.deps" "$clone/.deps"
   git -C "$clone" config user.email research-session@localhost
   git -C "$clone" config user.name research-session
-  local from
+  # Each run clones afresh, so each fetches the calibration's commit into its own clone: a run
+  # after the first could not start from it otherwise (2026-12-07: "reference is not a tree").
+  local from start=$session_from
   if [ -n "$calibrated_rev" ] && [ "$session_from" = HEAD ]; then
-    git -C "$clone" fetch -q "$tree" "$calibrated_rev" && session_from=$calibrated_rev
+    git -C "$clone" fetch -q "$tree" "$calibrated_rev" && start=$calibrated_rev
   fi
-  from=$(git -C "$clone" rev-parse "$session_from") || return 1
+  from=$(git -C "$clone" rev-parse "$start") || return 1
   cp "$build/driver/dit-ar" "$root/.session/dit-ar"
   (cd "$clone" && bash tools/gpu-host/research-session.sh --tag "$tag" --from "$from" --lane "$1" \
       --experiments "$4" --out "$2" --dit-ar "$root/.session/dit-ar" ${5:+--max-experiments "$5"} \
