@@ -160,9 +160,16 @@ int queue_add(const CommonOptions& options, const QueueAddOptions& add) {
   std::string commit;
   if (!add.patch.empty()) {
     const std::string text = read_text_file(add.patch, "the patch");
-    commit = commit_from_patch(
-        context.root, text, *best,
-        add.description + "\n\ndit-ar queue: from the patch " + fs::path(add.patch).filename().string() + "\n");
+    // A format-patch file's own message, trailers included; a plain diff's, the description's.
+    std::optional<std::string> message;
+    try {
+      message = format_patch_message(text);
+    } catch (const Error& error) {
+      refuse(add.patch + ": " + error.what(), "queue the commit itself: dit-ar queue add <commit>");
+    }
+    commit = commit_from_patch(context.root, text, *best,
+                               message.value_or(add.description + "\n\ndit-ar queue: from the patch " +
+                                                fs::path(add.patch).filename().string() + "\n"));
   } else {
     auto resolved = repository.resolve_revision(add.commit);
     if (!resolved) refuse("no commit '" + add.commit + "' in this repository", "name a commit, a branch or a tag");

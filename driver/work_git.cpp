@@ -3,6 +3,8 @@
 
 #include <git2.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <memory>
 #include <system_error>
@@ -101,6 +103,68 @@ Rebased rebase_onto(const fs::path& path, const std::string& commit, const std::
   result.commit = write_commit(repository.get(), index.get(), base.get(), git_commit_author(candidate.get()),
                                git_commit_committer(candidate.get()), git_commit_message(candidate.get()));
   return result;
+}
+
+std::optional<std::string> format_patch_message(const std::string& patch) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < patch.size();) {
+    std::size_t end = patch.find('\n', start);
+    if (end == std::string::npos) end = patch.size();
+    std::string line = patch.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(std::move(line));
+    start = end + 1;
+  }
+  // git format-patch's first line: "From <commit id> Mon Sep 17 00:00:00 2001".
+  if (lines.empty() || lines.front().rfind("From ", 0) != 0) return std::nullopt;
+  std::size_t at = 1;
+  std::string subject, encoding;
+  bool has_subject = false;
+  for (; at < lines.size() && !lines[at].empty(); ++at) {
+    std::string header = lines[at];
+    // A folded header goes on on lines that begin with whitespace; unfolded, they join with a space.
+    while (at + 1 < lines.size() && !lines[at + 1].empty() && (lines[at + 1][0] == ' ' || lines[at + 1][0] == '\t')) {
+      const auto text = lines[++at].find_first_not_of(" \t");
+      if (text != std::string::npos) header += " " + lines[at].substr(text);
+    }
+    const auto colon = header.find(':');
+    if (colon == std::string::npos) return std::nullopt;  // not a mail header: a diff that starts with "From "
+    std::string name = header.substr(0, colon);
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    const auto value_start = header.find_first_not_of(" \t", colon + 1);
+    const std::string value = value_start == std::string::npos ? "" : header.substr(value_start);
+    if (name == "subject") subject = value, has_subject = true;
+    if (name == "content-transfer-encoding") encoding = value;
+  }
+  if (!has_subject || at >= lines.size()) return std::nullopt;
+  if (subject.find("=?") != std::string::npos && subject.find("?=") != std::string::npos)
+    throw Error(
+        ErrorKind::invalid_argument,
+        "the patch's subject is MIME-encoded (=?...?=), which dit-ar does not decode: queue the commit "
+        "itself (dit-ar queue add <commit>) or write the patch with git format-patch --no-encode-email-headers");
+  std::string lowered = encoding;
+  std::transform(lowered.begin(), lowered.end(), lowered.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lowered == "quoted-printable" || lowered == "base64")
+    throw Error(ErrorKind::invalid_argument, "the patch's body is " + encoding +
+                                                 "-encoded, which dit-ar does not decode: queue the commit itself "
+                                                 "(dit-ar queue add <commit>)");
+  // "[PATCH]", "[PATCH v2 1/3]" and the like before the subject itself, as git mailinfo drops them.
+  while (!subject.empty() && subject.front() == '[') {
+    const auto close = subject.find(']');
+    if (close == std::string::npos) break;
+    const auto rest = subject.find_first_not_of(" \t", close + 1);
+    subject = rest == std::string::npos ? "" : subject.substr(rest);
+  }
+  if (subject.empty()) return std::nullopt;
+  std::vector<std::string> body;
+  for (++at; at < lines.size() && lines[at] != "---" && lines[at].rfind("diff --git ", 0) != 0; ++at)
+    body.push_back(lines[at]);
+  while (!body.empty() && body.front().empty()) body.erase(body.begin());
+  while (!body.empty() && body.back().empty()) body.pop_back();
+  std::string message = subject + "\n";
+  if (!body.empty()) message += "\n";
+  for (const auto& line : body) message += line + "\n";
+  return message;
 }
 
 std::string commit_from_patch(const fs::path& path, const std::string& patch, const std::string& onto,

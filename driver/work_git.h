@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,14 @@ Rebased rebase_onto(const std::filesystem::path& repository, const std::string& 
 // does not apply there.
 std::string commit_from_patch(const std::filesystem::path& repository, const std::string& patch,
                               const std::string& onto, const std::string& message);
+
+// The commit message a `git format-patch` file carries (its Subject header unfolded, leading
+// "[PATCH ...]" tags removed, then a blank line and the body up to the "---" line before the
+// diff), as `git am` would commit it, so that the message's trailers (A5500-effect: ...) travel
+// with a queued patch; nullopt for a plain diff, which has no mail header. Throws
+// dit::Error(invalid_argument) for a mail header this cannot read faithfully: a MIME-encoded
+// subject or a body in quoted-printable or base64.
+std::optional<std::string> format_patch_message(const std::string& patch);
 
 // The prefix of the workers' worktree names (under .git/worktrees/).
 inline constexpr const char* kWorkerWorktreePrefix = "dit-ar-worker-";

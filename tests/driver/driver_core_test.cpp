@@ -22,6 +22,7 @@
 #include "driver/slurm.h"
 #include "driver/state_directory.h"
 #include "driver/statistics.h"
+#include "driver/work_git.h"
 #include "core/error.h"
 
 namespace fs = std::filesystem;
@@ -94,6 +95,49 @@ RunFacts passing_run() {
 // a CPU lane's for none; the lane's time limit, the job's log and folder, sbatch's waiting and
 // parsable id, the options passed through before the command, and the worker's command quoted
 // whole for --wrap (the CI cluster has no GPU: this is where the GPU request is checked).
+// A queued patch keeps the message git format-patch wrote (so its trailers reach the audit);
+// a plain diff has none; a header the parser cannot read faithfully is refused.
+TEST(FormatPatchMessage, ReadsWhatGitAmWouldCommit) {
+  const std::string diff = "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n";
+  const std::string head =
+      "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\n"
+      "From: A Person <a@example.org>\nDate: Mon, 7 Dec 2026 01:35:34 +0000\n";
+  struct Case {
+    const char* name;
+    std::string patch;
+    std::optional<std::string> message;
+  };
+  const std::vector<Case> cases = {
+      {"folded subject, body, trailer",
+       head +
+           "Subject: [PATCH] Attention at 1024 tokens: fused, fp16 and\n bf16\n\nWhy it is faster.\n\n"
+           "A5500-effect: unmeasured\n---\n x | 2 +-\n\n" +
+           diff,
+       "Attention at 1024 tokens: fused, fp16 and bf16\n\nWhy it is faster.\n\nA5500-effect: unmeasured\n"},
+      {"numbered tags, no body", head + "Subject: [PATCH v2 2/3] one line\n\n---\n" + diff, "one line\n"},
+      {"CRLF line ends", "From 0123 Mon Sep 17 00:00:00 2001\r\nSubject: [PATCH] crlf\r\n\r\nbody\r\n---\r\n" + diff,
+       "crlf\n\nbody\n"},
+      {"no --- line: the body ends at the diff", head + "Subject: s\n\nbody\n\n" + diff, "s\n\nbody\n"},
+      {"a plain diff", diff, std::nullopt},
+      {"a first line From but no header", "From here on\n\n" + diff, std::nullopt},
+      {"no subject", head + "\nbody\n---\n" + diff, std::nullopt},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(format_patch_message(c.patch), c.message);
+  }
+  for (const std::string& header : {std::string("Subject: =?UTF-8?q?f=C3=BCr?=\n"),
+                                    std::string("Subject: s\nContent-Transfer-Encoding: base64\n")}) {
+    SCOPED_TRACE(header);
+    try {
+      format_patch_message(head + header + "\nYm9keQ==\n---\n" + diff);
+      ADD_FAILURE() << "an encoded header was read";
+    } catch (const dit::Error& error) {
+      EXPECT_NE(std::string(error.what()).find("does not decode"), std::string::npos) << error.what();
+    }
+  }
+}
+
 TEST(Slurm, AJobAsksForOneGpuOnlyOnAGpuLane) {
   const std::vector<std::string> command{"/opt/dit-ar", "work-item", "--description", "it's a \"test\" $HOME"};
   for (const bool gpu : {true, false}) {
