@@ -14,7 +14,9 @@
 #   4. --workers 1 --gpus none: the experiments are queued as patches on the best and dit-ar work
 #      judges them: the first (made on the baseline) is KEEP, the two made on top of it do not
 #      apply to the baseline and are refused at queue time; timing.tsv has the decision's row;
-#      a trailer the kept commit lacks (--require-trailer) fails the end's audit: exit 1.
+#      the end's audit finds the kept commit with the trailer --require-trailer asks for;
+#   5. --require-trailer NAME that a patch lacks, or wraps onto an unindented second line (git
+#      then reads no trailer): exit 2 before anything runs, naming the patch and why.
 # Usage: research_session_test.sh DIT_AR PERF_GATE FIXTURE SCRIPT
 set -uo pipefail
 DIT_AR=$1
@@ -116,11 +118,10 @@ expect_text "--until: date cannot read 'not-a-date'"
 
 step "--workers 1: queued as patches, judged by dit-ar work"
 new_repo work
-session work --tag work --out "$WORK/out-work" --workers 1 --gpus none --require-trailer No-such-trailer
-expect_rc 1
-expect_text "dit-ar audit of"
-grep -q "the message lacks the trailer 'No-such-trailer: ...'" "$WORK/out-work/audit.txt" ||
-  fail "audit.txt does not name the missing trailer: $(cat "$WORK/out-work/audit.txt")"
+session work --tag work --out "$WORK/out-work" --workers 1 --gpus none --require-trailer A5500-effect
+expect_rc 0
+grep -q "1 kept by the loop, 0 exempt, 0 outside the mutable paths, 0 failed" "$WORK/out-work/audit.txt" ||
+  fail "audit.txt does not show the one kept experiment: $(cat "$WORK/out-work/audit.txt")"
 expect_text "dit-ar queue add refused 02-plan-40"
 [ "$(rows)" -eq 2 ] || fail "results.tsv has $(rows) rows, not the baseline and the one queued experiment"
 [ "$(row_field 2 status)" = KEEP ] || fail "row 2 is $(row_field 2 status), not KEEP"
@@ -128,5 +129,28 @@ work_rows=$(awk -F'\t' 'NR > 2 && $9 ~ /^work:runs\// { printf "%s=%s ", $4, $5 
 [ "$work_rows" = "KEEP=0 " ] || fail "timing.tsv's rows of dit-ar work are '$work_rows'"
 packed=$(tar -tzf "$WORK/out-work/state-logs.tar.gz" 2>&1 | grep -v "^runs/." | tr '\n' ' ')
 case " $packed " in *" queue.json "*) ;; *) fail "state-logs.tar.gz lacks queue.json: $packed" ;; esac
+
+step "a required trailer a patch lacks, or wraps: exit 2 before anything runs"
+new_repo trailers
+session trailers --tag trailers --out "$WORK/out-trailers" --require-trailer No-such-trailer
+expect_rc 2
+expect_text "01-plan-20.patch: the message lacks the trailer 'No-such-trailer: ...'"
+expect_text "it has no line 'No-such-trailer: ...'"
+# The same plan with its trailer wrapped as a paragraph's second line is not one to git.
+wrapped=$WORK/experiments-wrapped
+mkdir -p "$wrapped"
+cp "$experiments/01-plan-20.json" "$wrapped/"
+sed '/^A5500-effect: 20 ms an image$/{s/$/, and/;a\
+more on a second line
+}' "$experiments/01-plan-20.patch" >"$wrapped/01-plan-20.patch"
+grep -q "^more on a second line" "$wrapped/01-plan-20.patch" || fail "the wrapped copy of the patch was not made"
+(cd "$REPO" && bash tools/gpu-host/research-session.sh --lane fixture --experiments "$wrapped" --dit-ar "$DIT_AR" \
+   --tag trailers --out "$WORK/out-trailers" --require-trailer A5500-effect) >"$LOGS/wrapped.out" 2>&1
+RC=$?
+LAST=$LOGS/wrapped.out
+expect_rc 2
+expect_text "its line 'A5500-effect: ...' is not read as a trailer"
+[ -e "$WORK/out-trailers" ] && fail "a refused session created its output folder"
+git_ rev-parse -q --verify refs/heads/autoresearch/trailers >/dev/null && fail "a refused session created its branch"
 
 e2e_finish

@@ -25,7 +25,8 @@
 #                         "2026-12-02 09:30", "+45 minutes")
 #   --stop-file PATH      stop once PATH exists (default OUT/STOP: `touch` it to end the session)
 #   --require-trailer NAME  the end's audit also requires each kept commit's message to carry the
-#                  trailer NAME (A5500-effect: a campaign's kept changes state their expected effect)
+#                  trailer NAME (A5500-effect: a campaign's kept changes state their expected effect);
+#                  a patch whose message lacks it is refused before anything runs (exit 2)
 #
 # Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
@@ -60,6 +61,7 @@ gpus=0
 until_text=""
 stop_file=""
 trailers=()
+trailer_names=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --max-experiments) max_experiments="$2"; shift 2 ;;
@@ -67,7 +69,7 @@ while [ $# -gt 0 ]; do
     --workers) workers="$2"; shift 2 ;;
     --gpus) gpus="$2"; shift 2 ;;
     --stop-file) stop_file="$2"; shift 2 ;;
-    --require-trailer) trailers+=(--require-trailer "$2"); shift 2 ;;
+    --require-trailer) trailers+=(--require-trailer "$2"); trailer_names+=("$2"); shift 2 ;;
     --lane) lane="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
@@ -93,6 +95,61 @@ if [ -n "$until_text" ]; then
 fi
 folder=$(cd "$experiments" 2>/dev/null && pwd) || die "no experiments folder: $experiments"
 experiments=$folder
+
+# The experiment list: lines of patch<TAB>classification<TAB>description.
+list=$(mktemp)
+trap 'rm -f "$list"' EXIT
+python3 - "$experiments" >"$list" <<'EOF' || die "bad experiment metadata in $experiments"
+import json, os, sys
+folder = sys.argv[1]
+index = os.path.join(folder, "experiments.json")
+if os.path.exists(index):
+    entries = json.load(open(index))
+else:
+    entries = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".patch"):
+            meta = os.path.join(folder, name[:-len(".patch")] + ".json")
+            if not os.path.exists(meta):
+                sys.exit("%s has no %s" % (name, os.path.basename(meta)))
+            entry = json.load(open(meta))
+            entry["patch"] = name
+            entries.append(entry)
+if not entries:
+    sys.exit("no experiments in " + folder)
+for entry in entries:
+    for key in ("patch", "classification", "description"):
+        if not str(entry.get(key, "")).strip():
+            sys.exit("experiment %r lacks %s" % (entry.get("patch"), key))
+    patch = os.path.join(folder, entry["patch"])
+    if not os.path.isfile(patch):
+        sys.exit("no patch file " + patch)
+    clean = lambda s: " ".join(str(s).split())
+    print("\t".join([patch, clean(entry["classification"]), clean(entry["description"])]))
+EOF
+
+# Each trailer --require-trailer names, in each patch's message as git reads trailers (lines of
+# the message's last paragraph, a long one continued on lines that begin with whitespace): a kept
+# commit without it fails the end's audit after its GPU time was spent (2026-12-07: a trailer
+# wrapped onto an unindented second line), so such a queue is refused before anything runs.
+if [ ${#trailer_names[@]} -gt 0 ]; then
+  message=$(mktemp)
+  trap 'rm -f "$list" "$message"' EXIT
+  while IFS=$'\t' read -r patch _; do
+    git mailinfo "$message" /dev/null <"$patch" >/dev/null 2>&1 ||
+      die "$patch is not a git format-patch file (git mailinfo cannot read it)"
+    for name in "${trailer_names[@]}"; do
+      # (mailinfo leaves the subject out; git reads a message's first paragraph as its subject)
+      { printf 'subject\n\n'; cat "$message"; } | git interpret-trailers --parse |
+        awk -v key="$name:" 'index($0, key) == 1 && substr($0, length(key) + 1) ~ /[^ \t]/ { found = 1 } END { exit !found }' &&
+        continue
+      hint="it has no line '$name: ...'"
+      grep -q "^$name:" "$message" &&
+        hint="its line '$name: ...' is not read as a trailer: it must sit in the message's last paragraph, a long one continued only on lines that begin with a space"
+      die "${patch##*/}: the message lacks the trailer '$name: ...' that --require-trailer asks of every kept commit ($hint)"
+    done
+  done <"$list"
+fi
 
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -127,36 +184,6 @@ print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configu
 EOF
 ) || die "cannot read lane $lane from $config"
 
-# The experiment list: lines of patch<TAB>classification<TAB>description.
-list="$out/.experiments.tsv"
-python3 - "$experiments" >"$list" <<'EOF' || die "bad experiment metadata in $experiments"
-import json, os, sys
-folder = sys.argv[1]
-index = os.path.join(folder, "experiments.json")
-if os.path.exists(index):
-    entries = json.load(open(index))
-else:
-    entries = []
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".patch"):
-            meta = os.path.join(folder, name[:-len(".patch")] + ".json")
-            if not os.path.exists(meta):
-                sys.exit("%s has no %s" % (name, os.path.basename(meta)))
-            entry = json.load(open(meta))
-            entry["patch"] = name
-            entries.append(entry)
-if not entries:
-    sys.exit("no experiments in " + folder)
-for entry in entries:
-    for key in ("patch", "classification", "description"):
-        if not str(entry.get(key, "")).strip():
-            sys.exit("experiment %r lacks %s" % (entry.get("patch"), key))
-    patch = os.path.join(folder, entry["patch"])
-    if not os.path.isfile(patch):
-        sys.exit("no patch file " + patch)
-    clean = lambda s: " ".join(str(s).split())
-    print("\t".join([patch, clean(entry["classification"]), clean(entry["description"])]))
-EOF
 
 # The driver, copied out of the build tree so that the session's own builds cannot replace it
 # under it.
@@ -170,7 +197,7 @@ if [ -z "$dit_ar" ]; then
 fi
 [ -x "$dit_ar" ] || die "no driver binary at $dit_ar"
 tool_dir=$(mktemp -d)
-trap 'rm -rf "$tool_dir" "$list"' EXIT
+trap 'rm -rf "$tool_dir" "$list" "${message:-}"' EXIT
 cp "$dit_ar" "$tool_dir/dit-ar"
 ar() { "$tool_dir/dit-ar" "$@" --config "$config"; }
 
