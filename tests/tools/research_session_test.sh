@@ -16,7 +16,10 @@
 #      apply to the baseline and are refused at queue time; timing.tsv has the decision's row;
 #      the end's audit finds the kept commit with the trailer --require-trailer asks for;
 #   5. --require-trailer NAME that a patch lacks, or wraps onto an unindented second line (git
-#      then reads no trailer): exit 2 before anything runs, naming the patch and why.
+#      then reads no trailer): exit 2 before anything runs, naming the patch and why;
+#   6. --check-only: the folder checked (each patch applies on main, or is named as not), exit 0
+#      with nothing created, exit 2 for a missing trailer or an unknown lane; and lease.sh, whose
+#      start runs the same check first: a folder it refuses leaves the lease unstarted.
 # Usage: research_session_test.sh DIT_AR PERF_GATE FIXTURE SCRIPT
 set -uo pipefail
 DIT_AR=$1
@@ -152,5 +155,40 @@ expect_rc 2
 expect_text "its line 'A5500-effect: ...' is not read as a trailer"
 [ -e "$WORK/out-trailers" ] && fail "a refused session created its output folder"
 git_ rev-parse -q --verify refs/heads/autoresearch/trailers >/dev/null && fail "a refused session created its branch"
+
+step "--check-only, and lease.sh start refusing what it refuses"
+new_repo check
+session check --check-only --require-trailer A5500-effect
+expect_rc 0
+expect_line "01-plan-20.patch: applies on $(git_ rev-parse --short HEAD)"
+# 02 and 03 were made on top of 01: not applicable on main until 01 is kept.
+expect_text "02-plan-40.patch: does not apply on $(git_ rev-parse --short HEAD) (it may on top of an earlier experiment"
+expect_text "3 experiment(s) in $experiments checked for lane fixture"
+git_ rev-parse -q --verify refs/heads/autoresearch/check >/dev/null && fail "--check-only created a branch"
+[ -e "$REPO/session-out" ] && fail "--check-only created an output folder"
+[ -z "$(git_ status --porcelain)" ] || fail "--check-only changed the checkout: $(git_ status --porcelain)"
+session check-trailer --check-only --require-trailer No-such-trailer
+expect_rc 2
+expect_text "lacks the trailer 'No-such-trailer: ...'"
+session check-lane --check-only --lane no-such-lane
+expect_rc 2
+expect_text "no lane 'no-such-lane'"
+cp "$(dirname "$SCRIPT")/lease.sh" "$REPO/tools/gpu-host/lease.sh"
+mkdir -p "$REPO/queue" && cp "$experiments"/* "$REPO/queue/"
+lease() {  # lease NAME ARGS...: lease.sh in REPO
+  LAST=$LOGS/lease-$1.out
+  shift
+  (cd "$REPO" && bash tools/gpu-host/lease.sh "$@") >"$LAST" 2>&1
+  RC=$?
+}
+lease check check --stages build,session --session-lane fixture:queue --require-trailer A5500-effect
+expect_rc 0
+expect_text "3 experiment(s) in $REPO/queue checked for lane fixture"
+lease start start --stages build,session --session-lane fixture:queue --require-trailer No-such-trailer
+expect_rc 2
+expect_text "lease: not started"
+[ -e "$REPO/.lease" ] && fail "a refused lease created its work folder"
+lease nosession check --stages build,figures --session-lane fixture:no-such-folder
+expect_rc 0
 
 e2e_finish

@@ -10,6 +10,10 @@
 #       starts the sequence (setsid) and returns; the work folder is .lease/ (git-ignored), and
 #       every stage runs in .lease/tree, a clone of the staged bundle's HEAD: committed work
 #       only, out of reach of the host's copy of the tree at each later call
+#       only once the check below passes: a folder it refuses leaves the lease unstarted (exit 2)
+#   tools/gpu-host/lease.sh check [the options of start]
+#       the session stage's folders as research-session.sh --check-only reads them (metadata,
+#       --require-trailer, the lane, whether each patch applies on HEAD); exit 0 or 2
 #   tools/gpu-host/lease.sh wait SECONDS
 #       follows the log for at most SECONDS, then packs what exists into $OUT (at most 8
 #       files); exits 0 when the sequence has finished, 3 while it is still running
@@ -86,6 +90,9 @@ pack() {
 case "${1:-}" in
   start)
     shift
+    # The session stage's folders first (research-session.sh --check-only): a queue the session
+    # would refuse is refused here, before the build and the stages ahead of it spend the lease.
+    bash "$0" check "$@" || { echo "lease: not started"; exit 2; }
     mkdir -p "$work"
     rm -f "$work/done"
     setsid nohup bash "$0" run "$@" >"$work/lease.log" 2>&1 </dev/null &
@@ -102,6 +109,7 @@ case "${1:-}" in
     exit 3
     ;;
   run) shift ;;
+  check) shift; check_only=1 ;;
   *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 2 ;;
 esac
 
@@ -125,9 +133,22 @@ while [ $# -gt 0 ]; do
     --require-trailer) require_trailer="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
     --hashes-against) hashes_against="$2"; shift 2 ;;
-    *) echo "lease: unknown argument $1"; touch "$work/done"; exit 2 ;;
+    *) echo "lease: unknown argument $1"; [ -n "${check_only:-}" ] || touch "$work/done"; exit 2 ;;
   esac
 done
+if [ -n "${check_only:-}" ]; then
+  case ",$stages," in *,session,*) ;; *) exit 0 ;; esac
+  status=0
+  for run in ${session_lane//,/ }; do
+    IFS=: read -r spec run_dir _ <<<"$run"
+    run_dir=${run_dir:+$root/$run_dir}
+    run_dir=${run_dir:-$experiments}
+    [ -n "$run_dir" ] || { echo "lease: session run $run: no experiments folder (--experiments or :DIR)"; status=2; continue; }
+    bash "$root/tools/gpu-host/research-session.sh" --check-only --lane "${spec%@work}" --experiments "$run_dir" \
+      ${require_trailer:+--require-trailer "$require_trailer"} || status=2
+  done
+  exit $status
+fi
 session_until_epoch=""
 if [ -n "$session_until" ]; then
   session_until_epoch=$(date -d "$session_until" +%s) ||

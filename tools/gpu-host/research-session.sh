@@ -6,6 +6,8 @@
 # Usage: tools/gpu-host/research-session.sh --tag TAG --experiments DIR
 #          [--lane LANE] [--from REV] [--out DIR] [--dit-ar PATH] [--config PATH]
 #          [--max-experiments N] [--until TIME] [--stop-file PATH] [--require-trailer NAME]
+#        tools/gpu-host/research-session.sh --check-only --experiments DIR [--lane LANE] [--from REV]
+#          [--require-trailer NAME]
 #   --lane         objective lane of config/autoresearch.json (default a5500-e2e-256)
 #   --from         the commit the session branch starts from (default HEAD)
 #   --experiments  a folder of `git format-patch` files, each NN-name.patch with its
@@ -27,6 +29,8 @@
 #   --require-trailer NAME  the end's audit also requires each kept commit's message to carry the
 #                  trailer NAME (A5500-effect: a campaign's kept changes state their expected effect);
 #                  a patch whose message lacks it is refused before anything runs (exit 2)
+#   --check-only   check the folder (metadata, trailers, the lane, whether each patch applies on
+#                  --from) and exit: 0, or 2 naming the problem; nothing is created
 #
 # Steps: branch autoresearch/TAG from --from (HEAD), dit-ar doctor, init --lane, baseline; per
 # experiment: apply it as one commit on top of the best, dit-ar experiment; then summary,
@@ -62,6 +66,7 @@ until_text=""
 stop_file=""
 trailers=()
 trailer_names=()
+check_only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --max-experiments) max_experiments="$2"; shift 2 ;;
@@ -70,6 +75,7 @@ while [ $# -gt 0 ]; do
     --gpus) gpus="$2"; shift 2 ;;
     --stop-file) stop_file="$2"; shift 2 ;;
     --require-trailer) trailers+=(--require-trailer "$2"); trailer_names+=("$2"); shift 2 ;;
+    --check-only) check_only=1; shift ;;
     --lane) lane="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
@@ -77,11 +83,11 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --dit-ar) dit_ar="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
-    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) die "unknown argument: $1 (see --help)" ;;
   esac
 done
-[ -n "$tag" ] || die "--tag is required"
+[ -n "$tag" ] || [ -n "$check_only" ] || die "--tag is required"
 [ -n "$experiments" ] || die "--experiments is required"
 if [ -n "$max_experiments" ]; then
   [[ $max_experiments =~ ^[1-9][0-9]*$ ]] || die "--max-experiments must be a positive integer, not '$max_experiments'"
@@ -97,8 +103,9 @@ folder=$(cd "$experiments" 2>/dev/null && pwd) || die "no experiments folder: $e
 experiments=$folder
 
 # The experiment list: lines of patch<TAB>classification<TAB>description.
+cleanup() { rm -rf "$list" "${message:-}" "${scratch:-}" "${tool_dir:-}"; }
+trap cleanup EXIT
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
 python3 - "$experiments" >"$list" <<'EOF' || die "bad experiment metadata in $experiments"
 import json, os, sys
 folder = sys.argv[1]
@@ -134,7 +141,6 @@ EOF
 # wrapped onto an unindented second line), so such a queue is refused before anything runs.
 if [ ${#trailer_names[@]} -gt 0 ]; then
   message=$(mktemp)
-  trap 'rm -f "$list" "$message"' EXIT
   while IFS=$'\t' read -r patch _; do
     git mailinfo "$message" /dev/null <"$patch" >/dev/null 2>&1 ||
       die "$patch is not a git format-patch file (git mailinfo cannot read it)"
@@ -153,6 +159,42 @@ fi
 
 cd "$(dirname "$0")/../.."
 root=$PWD
+
+# The lane's build directory and presets, and the state directory, from the config.
+read -r state_dir build_dir configure_preset build_preset < <(python3 - "$config" "$lane" <<'EOF'
+import json, sys
+config = json.load(open(sys.argv[1]))
+lane = config["lanes"].get(sys.argv[2])
+if lane is None:
+    sys.exit("no lane %r in %s (lanes: %s)" % (sys.argv[2], sys.argv[1], ", ".join(config["lanes"])))
+print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configure_preset"],
+      lane.get("build_preset", lane["configure_preset"]))  # as dit-ar reads it
+EOF
+) || die "cannot read lane $lane from $config"
+
+# --check-only (what tools/gpu-host/lease.sh checks before a lease starts): the folder's metadata
+# and trailers and the lane, as above, then whether each patch applies on --from; nothing is
+# created. A patch made on an earlier experiment applies only once that one is kept: reported,
+# not refused.
+if [ -n "$check_only" ]; then
+  if git rev-parse -q --verify "$from^{commit}" >/dev/null 2>&1; then
+    start_commit=$(git rev-parse --short "$from^{commit}")
+    scratch=$(mktemp -d)
+    GIT_INDEX_FILE=$scratch/index git read-tree "$start_commit" || die "cannot read the tree of $from"
+    while IFS=$'\t' read -r patch _; do
+      if GIT_INDEX_FILE=$scratch/index git apply --cached --check "$patch" 2>/dev/null; then
+        echo "${patch##*/}: applies on $start_commit"
+      else
+        echo "${patch##*/}: does not apply on $start_commit (it may on top of an earlier experiment, once that one is kept)"
+      fi
+    done <"$list"
+  else
+    echo "no git history here: whether the patches apply is left to the session"
+  fi
+  echo "research-session: $(wc -l <"$list") experiment(s) in $experiments checked for lane $lane"
+  exit 0
+fi
+
 out="${out:-$root/session-out}"
 mkdir -p "$out" || die "cannot create $out"
 out=$(cd "$out" && pwd)
@@ -172,18 +214,6 @@ case "$out/" in
   "$root"/*) rel="${out#"$root"/}"; grep -qxF "/$rel/" .git/info/exclude 2>/dev/null || echo "/$rel/" >>.git/info/exclude ;;
 esac
 
-# The lane's build directory and presets, and the state directory, from the config.
-read -r state_dir build_dir configure_preset build_preset < <(python3 - "$config" "$lane" <<'EOF'
-import json, sys
-config = json.load(open(sys.argv[1]))
-lane = config["lanes"].get(sys.argv[2])
-if lane is None:
-    sys.exit("no lane %r in %s (lanes: %s)" % (sys.argv[2], sys.argv[1], ", ".join(config["lanes"])))
-print(config.get("state_dir", ".autoresearch"), lane["build_dir"], lane["configure_preset"],
-      lane.get("build_preset", lane["configure_preset"]))  # as dit-ar reads it
-EOF
-) || die "cannot read lane $lane from $config"
-
 
 # The driver, copied out of the build tree so that the session's own builds cannot replace it
 # under it.
@@ -197,7 +227,6 @@ if [ -z "$dit_ar" ]; then
 fi
 [ -x "$dit_ar" ] || die "no driver binary at $dit_ar"
 tool_dir=$(mktemp -d)
-trap 'rm -rf "$tool_dir" "$list" "${message:-}"' EXIT
 cp "$dit_ar" "$tool_dir/dit-ar"
 ar() { "$tool_dir/dit-ar" "$@" --config "$config"; }
 
