@@ -87,6 +87,15 @@ pack() {
   [ -d "$work/calibration" ] && tar -czf "$out/calibration.tgz" -C "$work" calibration
 }
 
+# The experiments folder of one --session-lane run, LANE[@work][:DIR[:MAX]]: DIR under the
+# checkout root, else --experiments; empty when neither is given.
+run_folder() {
+  local spec dir
+  IFS=: read -r spec dir _ <<<"$1"
+  dir=${dir:+$root/$dir}
+  echo "${dir:-$experiments}"
+}
+
 case "${1:-}" in
   start)
     shift
@@ -140,9 +149,7 @@ if [ -n "${check_only:-}" ]; then
   case ",$stages," in *,session,*) ;; *) exit 0 ;; esac
   status=0
   for run in ${session_lane//,/ }; do
-    IFS=: read -r spec run_dir _ <<<"$run"
-    run_dir=${run_dir:+$root/$run_dir}
-    run_dir=${run_dir:-$experiments}
+    spec=${run%%:*} run_dir=$(run_folder "$run")
     [ -n "$run_dir" ] || { echo "lease: session run $run: no experiments folder (--experiments or :DIR)"; status=2; continue; }
     bash "$root/tools/gpu-host/research-session.sh" --check-only --lane "${spec%@work}" --experiments "$run_dir" \
       ${require_trailer:+--require-trailer "$require_trailer"} || status=2
@@ -461,10 +468,9 @@ stage_session() {
   ensure_floors $sets || return 1
   for run in "${runs[@]}"; do
     n=$((n + 1))
-    IFS=: read -r spec run_dir run_max <<<"$run"
+    IFS=: read -r spec _ run_max <<<"$run"
     run_lane=${spec%@work}
-    run_dir=${run_dir:+$root/$run_dir}
-    run_dir=${run_dir:-$experiments}
+    run_dir=$(run_folder "$run")
     [ -n "$run_dir" ] || { echo "session run $run: no experiments folder (--experiments or :DIR)"; status=2; continue; }
     out_dir=$work/session-out
     [ ${#runs[@]} -gt 1 ] && out_dir=$work/session-out/$n-${spec/@/-}
