@@ -24,7 +24,7 @@
 #             default session,fp16-session,bf16-session,fp16,fp16-512,gpu) with --write-contract: the floors of
 #             this GPU into quality/contract.json, the data into quality/calibration/
 #             <gpu>-<set>.json, both committed in the host's tree ("lease: calibrated ..."), so
-#             the record, test and session stages judge under them; packed as calibration.tgz
+#             the record, test and session stages judge under them; packed in logs.tgz (calibration/)
 #   record    dit-quality baseline of every gate set into build/a5500/quality-baseline
 #   test      ctest --preset a5500 -j 8 against it (without record: a plain run, which records the
 #             baselines itself), JUnit ctest-a5500.xml; record and test first calibrate the sets
@@ -83,8 +83,12 @@ pack() {
   [ -d "$work/side-by-side" ] && tar -czf "$out/side-by-side.tgz" -C "$work" side-by-side
   [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
-  [ -d "$work/logs" ] && tar -czf "$out/logs.tgz" -C "$work" logs
-  [ -d "$work/calibration" ] && tar -czf "$out/calibration.tgz" -C "$work" calibration
+  # The calibration's data travels inside logs.tgz: as a ninth file it pushed stages.tsv past the
+  # host's eight when a session stage calibrated beside sbs and figures (2026-12-07).
+  local parts=()
+  [ -d "$work/logs" ] && parts+=(logs)
+  [ -d "$work/calibration" ] && parts+=(calibration)
+  [ ${#parts[@]} -eq 0 ] || tar -czf "$out/logs.tgz" -C "$work" "${parts[@]}"
 }
 
 # The experiments folder of one --session-lane run, LANE[@work][:DIR[:MAX]]: DIR under the
