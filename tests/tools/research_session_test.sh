@@ -19,7 +19,8 @@
 #      then reads no trailer): exit 2 before anything runs, naming the patch and why;
 #   6. --check-only: the folder checked (each patch applies on main, or is named as not), exit 0
 #      with nothing created, exit 2 for a missing trailer or an unknown lane; and lease.sh, whose
-#      start runs the same check first: a folder it refuses leaves the lease unstarted.
+#      start runs the same check first: a folder it refuses leaves the lease unstarted; its wait
+#      packs every stage's output into at most the host's eight files, stages.tsv among them.
 # Usage: research_session_test.sh DIT_AR PERF_GATE FIXTURE SCRIPT
 set -uo pipefail
 DIT_AR=$1
@@ -190,5 +191,16 @@ expect_text "lease: not started"
 [ -e "$REPO/.lease" ] && fail "a refused lease created its work folder"
 lease nosession check --stages build,figures --session-lane fixture:no-such-folder
 expect_rc 0
+# wait packs at most the host's eight files however many stages left output, stages.tsv always
+# among them, the calibration's data inside logs.tgz.
+mkdir -p "$REPO/.lease" && (cd "$REPO/.lease" && mkdir -p logs calibration figures side-by-side session-out &&
+  touch logs/build.log calibration/contract.json figures/f.json side-by-side/t.md session-out/s.log \
+    ctest-a5500.xml ctest-a5500.log lease.log stages.tsv done)
+OUT=$WORK/packed lease pack wait 1
+expect_rc 0
+packed=$(find "$WORK/packed" -type f | wc -l)
+[ "$packed" -le 8 ] || fail "wait packed $packed files, more than the host returns"
+[ -f "$WORK/packed/stages.tsv" ] || fail "wait left stages.tsv out"
+tar -tzf "$WORK/packed/logs.tgz" | grep -qx "calibration/contract.json" || fail "logs.tgz lacks the calibration's data"
 
 e2e_finish
