@@ -195,7 +195,7 @@ expect_rc 0
 # among them, the calibration's data inside logs.tgz.
 mkdir -p "$REPO/.lease" && (cd "$REPO/.lease" && mkdir -p logs calibration figures side-by-side session-out &&
   touch logs/build.log calibration/contract.json figures/f.json side-by-side/t.md session-out/s.log \
-    ctest-a5500.xml ctest-a5500.log lease.log stages.tsv done)
+    ctest-a5500.xml ctest-a5500.log lease.log stages.tsv ./done)
 OUT=$WORK/packed lease pack wait 1
 expect_rc 0
 packed=$(find "$WORK/packed" -type f | wc -l)

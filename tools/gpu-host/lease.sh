@@ -85,10 +85,10 @@ pack() {
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
   # The calibration's data travels inside logs.tgz: as a ninth file it pushed stages.tsv past the
   # host's eight when a session stage calibrated beside sbs and figures (2026-12-07).
-  local parts=()
-  [ -d "$work/logs" ] && parts+=(logs)
-  [ -d "$work/calibration" ] && parts+=(calibration)
-  [ ${#parts[@]} -eq 0 ] || tar -czf "$out/logs.tgz" -C "$work" "${parts[@]}"
+  local folders=()
+  [ -d "$work/logs" ] && folders+=(logs)
+  [ -d "$work/calibration" ] && folders+=(calibration)
+  [ ${#folders[@]} -eq 0 ] || tar -czf "$out/logs.tgz" -C "$work" "${folders[@]}"
 }
 
 # The experiments folder of one --session-lane run, LANE[@work][:DIR[:MAX]]: DIR under the
