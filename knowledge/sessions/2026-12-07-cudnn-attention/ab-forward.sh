@@ -23,6 +23,8 @@ stamp build main; build; cp build/a5500/bench/bench_forward "$w/bf-main"
 excludes=(); for path in "$@"; do excludes+=("--exclude=$path"); done
 git apply "${excludes[@]}" "$patch" || { stamp "$patch does not apply"; exit 1; }
 stamp build patched; build; cp build/a5500/bench/bench_forward "$w/bf-patched"
+# the checkout as it was (the built binaries are copies)
+git apply -R "${excludes[@]}" "$patch" || stamp "$patch could not be reverted"
 grep -E "^(CudnnFrontend|DIT_CUDNN_FRONTEND|CUTLASS)[A-Za-z_]*:" build/a5500/CMakeCache.txt >>"$o/host.txt"
 for round in 1 2; do
   for side in main patched; do
