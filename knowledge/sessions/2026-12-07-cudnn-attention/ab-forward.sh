@@ -21,10 +21,12 @@ build() {
 }
 stamp build main; build; cp build/a5500/bench/bench_forward "$w/bf-main"
 excludes=(); for path in "$@"; do excludes+=("--exclude=$path"); done
-git apply "${excludes[@]}" "$patch" || { stamp "$patch does not apply"; exit 1; }
+git apply "${excludes[@]}" "$patch" || { stamp "$patch does not apply"; exit 2; }
+# the checkout as it was, however the patched build ends (the built binaries are copies)
+revert() { git apply -R "${excludes[@]}" "$patch" || stamp "$patch could not be reverted"; }
+trap revert EXIT
 stamp build patched; build; cp build/a5500/bench/bench_forward "$w/bf-patched"
-# the checkout as it was (the built binaries are copies)
-git apply -R "${excludes[@]}" "$patch" || stamp "$patch could not be reverted"
+trap - EXIT; revert
 grep -E "^(CudnnFrontend|DIT_CUDNN_FRONTEND|CUTLASS)[A-Za-z_]*:" build/a5500/CMakeCache.txt >>"$o/host.txt"
 for round in 1 2; do
   for side in main patched; do
