@@ -337,8 +337,10 @@ stage_sbs() {
 # launches), ncu-attention512 (the same of two flash attention launches at 512 batch 2, T = 1024,
 # where the flash kernel is compute-bound on the A5500 too), ncu-cudnn512 (the same of cuDNN's
 # fused attention at that shape, the first launches of tests/deps/cudnn_sdpa_test's case), cold
-# (bench_cold_start: the model load's phases) and kernels (not in the default: bench_kernels on
-# every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes).
+# (bench_cold_start: the model load's phases), kernels (not in the default: bench_kernels on
+# every flash attention form and the residual LayerNorm, fp16, 3 repetitions, about 2 minutes)
+# and gemm-plan64 (not in the default: bench/gemm_plan over the first 64 heuristic candidates of
+# each shape instead of 16, its plan written to figures/gemm-plan-64.json, not into the tree).
 stage_figures() {
   local f=$work/figures status=0 parts=",${LEASE_FIGURES:-forward,vae,e2e,profile,ncu-forward,ncu-vae},"
   mkdir -p "$f"
@@ -351,6 +353,9 @@ stage_figures() {
     "$build/bench/bench_kernels" '--benchmark_filter=^(attention_form|residual_layernorm_modulate)/.*fp16' \
       --benchmark_min_time=0.05s --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
       --benchmark_out="$f/bench_kernels.json" >"$f/bench_kernels.txt" 2>&1 || status=1
+  fi
+  if want gemm-plan64; then
+    "$build/bench/gemm_plan" --candidates 64 --out "$f/gemm-plan-64.json" >"$f/gemm-plan-64.txt" 2>&1 || status=1
   fi
   if want cold; then
     # The model load: spawn to the first sampling step, with its phases (one step, so the rest
