@@ -53,6 +53,7 @@
 #include "model/cuda/checkpoint_upload.h"
 #include "model/cuda/cublaslt_gemm.h"
 #include "model/cuda/cuda_graph.h"
+#include "model/cuda/cudnn_attention.h"
 #include "model/cuda/device_arena.h"
 #include "core/safetensors.h"
 #include "model/schedule.h"
@@ -203,10 +204,11 @@ class CudaDitModel final : public DitModel {
   cuda::DeviceArena activation_arena_;
   std::unique_ptr<cuda::GemmRunner> gemm_;
   bool use_graphs_;
-  std::string gemm_plan_setting_;  // EngineOptions::gemm_plan
-  std::string attention_form_;     // EngineOptions::attention, checked against the kernels
-  CapturedGraph forward_graph_;    // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
-  CapturedGraph step_graph_;       // one step of sample(): the forward pass, then cuda::loop_step
+  std::string gemm_plan_setting_;                          // EngineOptions::gemm_plan
+  std::string attention_form_;                             // EngineOptions::attention, checked against the kernels
+  std::unique_ptr<cuda::CudnnAttention> cudnn_attention_;  // the "" form's at long sequences (attend)
+  CapturedGraph forward_graph_;  // forward()'s and forward_with_cfg()'s pass, adaLN GEMM included
+  CapturedGraph step_graph_;     // one step of sample(): the forward pass, then cuda::loop_step
 
   const float* patch_weight_ = nullptr;  // [C p p, D]: transposed (cpu::transpose_patch_weight)
   const float* patch_bias_ = nullptr;    // [D]
@@ -650,15 +652,29 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   if (!out_tokens) cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
 }
 
+// The engine's own choice ("" form): cuDNN's fused attention at T >= kCudnnAttentionTokens in
+// fp16 and bf16, where the build has it and cuDNN has a plan for the shape; the kernels' own
+// dispatch (cuda::attention) everywhere else. On an H200 (2026-12-01, PyTorch's SDPA with cuDNN
+// 9.19 beside bench_kernels) cuDNN took 33.5 us a call at batch 2, T 1024, against the flash
+// kernel's 43.1, and was no faster at T 256 batch 2 (9.3 against 8.2 in the forward pass): T 1024
+// (DiT-XL/2 at 512) is where it is used. The explicit forms ("flash", "tiled", "naive") stay the
+// kernels'.
 void CudaDitModel::attend(int rows, int T, int H, int hd) {
+  constexpr int kCudnnAttentionTokens = 1024;
   if (attention_form_ == "flash")
     cuda::attention_flash(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
   else if (attention_form_ == "tiled")
     cuda::attention_tiled(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
   else if (attention_form_ == "naive")
     cuda::attention_naive(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
-  else
+  else {
+    if (T >= kCudnnAttentionTokens && compute_ != DeviceDtype::f32 && cuda::CudnnAttention::available()) {
+      // Made on the first such call, which runs eagerly (run_graphed captures a shape after it).
+      if (!cudnn_attention_) cudnn_attention_ = std::make_unique<cuda::CudnnAttention>();
+      if (cudnn_attention_->run(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_)) return;
+    }
     cuda::attention(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
+  }
 }
 
 // The first run of a shape goes eagerly (making every GEMM plan, which queries the device); it
