@@ -80,9 +80,14 @@ pack() {
   cp "$work/lease.log" "$work/stages.tsv" "$out/" 2>/dev/null
   [ -f "$work/ctest-a5500.xml" ] && cp "$work/ctest-a5500.xml" "$out/"
   [ -f "$work/ctest-a5500.log" ] && gzip -c "$work/ctest-a5500.log" >"$out/ctest-a5500.log.gz"
-  [ -d "$work/side-by-side" ] && tar -czf "$out/side-by-side.tgz" -C "$work" side-by-side
-  [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
+  # The session's records first: they hold the kept commits, and a call the host ends while
+  # packing must not have spent its last seconds on the figures (2026-12-07: a wait cut short in
+  # the tar of a side-by-side run in progress, with its temporary checkpoint of 2.7 GB, brought
+  # back no session.tgz). The side-by-side's checkpoints are its inputs, never its results.
   [ -d "$work/session-out" ] && tar -czf "$out/session.tgz" -C "$work" session-out
+  [ -d "$work/side-by-side" ] &&
+    tar -czf "$out/side-by-side.tgz" --exclude='*.safetensors' -C "$work" side-by-side
+  [ -d "$work/figures" ] && tar -czf "$out/figures.tgz" -C "$work" figures
   # The calibration's data travels inside logs.tgz: as a ninth file it pushed stages.tsv past the
   # host's eight when a session stage calibrated beside sbs and figures (2026-12-07).
   local folders=()
