@@ -9,6 +9,8 @@
 #      session.bundle gives another clone the kept commit with its KEEP note;
 #   2. an --until already past: no experiment starts, and the log says why (a stop file is
 #      checked at the same point; left out here to keep the test at two sessions of the fixture);
+#      a baseline refused for its A/A noise (a lane whose cap is 0%) is measured once more, and
+#      with the second refused too the session ends (exit 1), both in timing.tsv;
 #   3. a budget that is not one (--max-experiments 0, an --until date cannot read, --workers 0):
 #      exit 2 before anything runs;
 #   4. --workers 1 --gpus none: the experiments are queued as patches on the best and dit-ar work
@@ -109,6 +111,25 @@ session until --tag until --out "$WORK/out-until" --until "1 minute ago" --stop-
 expect_rc 0
 expect_text "stopped before 01-plan-20: --until 1 minute ago reached"
 [ "$(rows)" -eq 1 ] || fail "results.tsv has $(rows) rows, not the baseline's alone"
+
+step "a baseline refused for its A/A noise: measured once more, then the session ends"
+# A lane whose cap on the minimum improvement is 0%: any noise of the fixture's sleeps refuses
+# the baseline, both times.
+new_repo noisy
+sed -i -e 's/"min_improvement_percent": [0-9.]*/"min_improvement_percent": 0/' \
+  -e 's/"max_min_improvement_percent": [0-9.]*/"max_min_improvement_percent": 0/' "$REPO/config/autoresearch.json"
+commit_change "a lane no A/A noise fits"
+session noisy --tag noisy --out "$WORK/out-noisy"
+expect_rc 1
+expect_text "the baseline's A/A noise was above the lane's cap: measuring it once more"
+expect_text "the unmodified code fails the baseline (exit 4)"
+baselines=$(awk -F'\t' 'NR > 1 { printf "%s:%s=%s ", $2, $4, $5 }' "$WORK/out-noisy/timing.tsv")
+[ "$baselines" = "baseline:FAILED=4 baseline-again:FAILED=4 " ] ||
+  fail "timing.tsv's rows are '$baselines', not two refused baselines"
+[ "$(rows)" -eq 2 ] || fail "results.tsv has $(rows) rows, not the two refused baselines"
+[ "$(row_field 1 status)/$(row_field 2 status)" = CRASH/CRASH ] ||
+  fail "the baselines' rows are $(row_field 1 status)/$(row_field 2 status), not CRASH/CRASH"
+[ -z "$(best_sha)" ] || fail "a refused baseline left a best: $(best_sha)"
 
 step "a budget that is not one: exit 2 before anything runs"
 for bad in "--workers 0" "--max-experiments 0" "--max-experiments two" "--until not-a-date"; do
