@@ -58,10 +58,11 @@ double f16_value(uint16_t bits) {
 }
 
 // Nearest value (ties to even) on a grid whose spacing is 2^(max(exponent, min_exponent) - bits),
-// in double, where every step is exact; beyond `overflow` the result is infinite.
+// in double, where every step is exact; beyond `overflow` the result is infinite, and an infinite
+// value stays itself (its grid would be infinite too: inf / inf is NaN).
 double round_to_format(float value, int mantissa_bits, int min_exponent, double overflow) {
   const double x = value;
-  if (x == 0) return x;
+  if (x == 0 || std::isinf(x)) return x;
   const int exponent = std::max(std::ilogb(x), min_exponent);
   const double spacing = std::ldexp(1.0, exponent - mantissa_bits);
   const double rounded = std::nearbyint(x / spacing) * spacing;
@@ -113,6 +114,8 @@ TEST(HalfConversion, F16LandmarksAreExact) {
   EXPECT_EQ(float_to_f16_bits(-0.0f), 0x8000);
   EXPECT_EQ(float_to_f16_bits(1e-30f), 0x0000);
   EXPECT_EQ(float_to_f16_bits(-1e30f), 0xfc00);
+  EXPECT_EQ(float_to_f16_bits(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_EQ(float_to_f16_bits(-std::numeric_limits<float>::infinity()), 0xfc00);
 }
 
 TEST(HalfConversion, F16NarrowingRoundsToNearestEven) {
