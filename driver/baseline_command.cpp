@@ -181,12 +181,15 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
 
   std::vector<std::string> warnings;
   double effective_minimum = lane.min_improvement_percent;
-  // A machine too noisy for the lane: the baseline is not recorded (it can be run again).
+  // A machine too noisy for the lane: the baseline is not recorded (it can be run again, and the
+  // result's `refused_for: noise` field says so to a script).
+  bool refused_for_noise = false;
   if (record.status == Status::keep) {
     const nlohmann::json report = *performance_report(facts.gate_reports);
     if (auto problem = noise_cap_problem(lane, report["details"].value("noise_percent", 0.0))) {
       record.status = Status::crash;
       record.reasons = {*problem};
+      refused_for_noise = true;
     }
   }
   if (record.status == Status::keep) {
@@ -259,6 +262,7 @@ int run_baseline(const CommonOptions& options, std::optional<RunPlace>& place) {
                 {"min_improvement_percent", format_number(effective_minimum, 4)},
                 {"gpu", record.gpu},
                 {"run_dir", record.run_dir}};
+  if (refused_for_noise) fields.push_back({"refused_for", "noise"});
   for (const auto& reason : record.reasons) fields.push_back({"reason", reason});
   for (const auto& warning : warnings) fields.push_back({"warning", warning});
   const nlohmann::json extra{{"reasons", record.reasons},
