@@ -24,8 +24,9 @@ struct EngineOptions {
   // else the path of a plan file. cuda backend only for "candidate:N".
   std::string gemm_plan;
   // The DiT's attention kernel (kernels/attention*.h), cuda backend only: "" the engine's choice
-  // (the first of cuda_attention_forms, except cuDNN's fused attention at 1024 tokens and more in
-  // fp16 and bf16 where the build has it: model/cuda/cudnn_attention.h), else "naive", "tiled" or "flash", which must be one of
+  // (the first of cuda_attention_forms, except cuDNN's fused attention in fp16 and bf16 where the
+  // build has it, at 1024 tokens and more or at DiT-XL/2 512 batch 2's query-key pairs and more:
+  // model/cuda/cudnn_attention.h), else "naive", "tiled" or "flash", which must be one of
   // cuda_attention_forms for the model's precision and head size (make_model throws
   // dit::Error(invalid_argument) naming it otherwise).
   std::string attention;

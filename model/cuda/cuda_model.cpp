@@ -652,15 +652,17 @@ void CudaDitModel::run_forward(int rows, bool with_modulation, bool out_tokens) 
   if (!out_tokens) cuda::unpatchify(act_.final_tokens, act_.out, rows, c.grid(), p, c.out_channels(), stream_);
 }
 
-// The engine's own choice ("" form): cuDNN's fused attention at T >= kCudnnAttentionTokens in
-// fp16 and bf16, where the build has it and cuDNN has a plan for the shape; the kernels' own
-// dispatch (cuda::attention) everywhere else. On an H200 (2026-12-01, PyTorch's SDPA with cuDNN
-// 9.19 beside bench_kernels) cuDNN took 33.5 us a call at batch 2, T 1024, against the flash
-// kernel's 43.1, and was no faster at T 256 batch 2 (9.3 against 8.2 in the forward pass): T 1024
-// (DiT-XL/2 at 512) is where it is used. The explicit forms ("flash", "tiled", "naive") stay the
-// kernels'.
+// The engine's own choice ("" form): cuDNN's fused attention in fp16 and bf16 where a call's work
+// is at least that of DiT-XL/2 at 512 with batch 2 (batch x H x T^2, its query-key pairs; and
+// T >= 1024 at any batch), where the build has it and cuDNN has a plan for the shape; the
+// kernels' own dispatch (cuda::attention) everywhere else. On an H200 (2026-12-01, PyTorch's SDPA
+// with cuDNN 9.19 beside bench_kernels) cuDNN took 33.5 us a call at batch 2, T 1024, against the
+// flash kernel's 43.1, and 80 against 102-106 us at batch 64, T 256; it was no faster at T 256
+// batch 2 (9.3 against 8.2 in the forward pass). The explicit forms ("flash", "tiled", "naive")
+// stay the kernels'.
 void CudaDitModel::attend(int rows, int T, int H, int hd) {
   constexpr int kCudnnAttentionTokens = 1024;
+  constexpr int64_t kCudnnAttentionPairs = int64_t{2} * 16 * 1024 * 1024;  // 512, batch 2
   if (attention_form_ == "flash")
     cuda::attention_flash(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
   else if (attention_form_ == "tiled")
@@ -668,7 +670,8 @@ void CudaDitModel::attend(int rows, int T, int H, int hd) {
   else if (attention_form_ == "naive")
     cuda::attention_naive(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_);
   else {
-    if (T >= kCudnnAttentionTokens && compute_ != DeviceDtype::f32 && cuda::CudnnAttention::available()) {
+    const bool large = T >= kCudnnAttentionTokens || int64_t{rows} * H * T * T >= kCudnnAttentionPairs;
+    if (large && compute_ != DeviceDtype::f32 && cuda::CudnnAttention::available()) {
       // Made on the first such call, which runs eagerly (run_graphed captures a shape after it).
       if (!cudnn_attention_) cudnn_attention_ = std::make_unique<cuda::CudnnAttention>();
       if (cudnn_attention_->run(act_.qkv, act_.attention, compute_, rows, T, H, hd, stream_)) return;
