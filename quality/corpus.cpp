@@ -19,9 +19,13 @@ namespace {
 
 using nlohmann::json;
 
-const std::set<std::string> kKnownFields = {"id",       "model",   "image_size",   "class_label",
-                                            "seed",     "sampler", "steps",        "cfg_scale",
-                                            "critical", "vae",     "weights_seed", "weights"};
+const std::set<std::string> kKnownFields = {"id",      "model",        "image_size", "class_label", "seed",
+                                            "sampler", "steps",        "cfg_scale",  "batch",       "critical",
+                                            "vae",     "weights_seed", "weights"};
+
+// The most images one case's request may hold: the throughput lane's 32 with room, and far below
+// what a 24 GB card renders at 512 in fp32.
+constexpr int64_t kMaxCaseBatch = 64;
 
 class LineReader {
  public:
@@ -89,6 +93,7 @@ Case parse_case(const json& object, const std::string& label, int line) {
   if (!cfg.is_number() || !std::isfinite(cfg.get<double>()) || cfg.get<double>() < 1.0)
     read.fail("field \"cfg_scale\" must be a number >= 1");
   c.cfg_scale = cfg.get<double>();
+  if (object.contains("batch")) c.batch = static_cast<int>(read.integer("batch", 1, kMaxCaseBatch));
   const json& critical = read.required("critical");
   if (!critical.is_boolean()) read.fail("field \"critical\" must be true or false");
   c.critical = critical.get<bool>();

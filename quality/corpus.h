@@ -23,6 +23,10 @@ struct Case {
   std::string sampler;  // "ddpm" or "ddim"
   int steps = 0;
   double cfg_scale = 1.0;  // guidance is on when != 1
+  // Images in the case's request: the case's own first, then batch - 1 companions with other
+  // labels and seeds (Renderer::render_in_batch), so that a gate renders the shape a batched lane
+  // times (32 images, 64 rows a pass under guidance). The case's image alone is scored.
+  int batch = 1;
   bool critical = false;
   std::string vae = "sd";  // "sd" (the SD decoder architecture) or "tiny" (CI-sized)
   // The seed of the VAE's random weights, and of the DiT's when no checkpoint applies (the

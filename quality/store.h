@@ -73,6 +73,7 @@ void save_render_manifest(const std::string& render_dir, const RenderManifest& m
 struct RenderedCase {
   Tensor latent;  // [1, C, s, s] as sampled (before the VAE scaling factor)
   Image image;
+  int request_images = 1;  // images in the request it was sampled in (the case's own among them)
 };
 
 // Writes <id>.latent.safetensors and <id>.png into `out_dir`; returns their hashes. `durability`

@@ -33,7 +33,7 @@ constexpr double kNumericalPsnrDb = 0.0;  // dB below the yardstick's PSNR
 constexpr double kFp32BoundFactor = 2.0;       // latent, SSIM deficit and max pixel error: 2x
 constexpr double kFp32BoundPixelLevels = 1.0;  // ... plus one level for the pixel error
 constexpr double kFp32BoundPsnrDb = 3.0;       // dB below the precision error's PSNR
-constexpr int kBatchCompanions = 2;            // other images in the batch restatements
+constexpr int kBatchCompanions = 2;            // images the batch restatements add to a case's request
 
 namespace {
 
@@ -105,6 +105,9 @@ struct Plan {
 
 RenderedCase render_alone(Renderer& renderer, const Case& c) { return renderer.render(c); }
 
+// The companions of the batch restatements: those of the case's own request, and two more.
+int restated_companions(const Case& c) { return c.batch - 1 + kBatchCompanions; }
+
 // The attention forms every case of the corpus runs at `precision`, except those that are every
 // case's default already (they would restate nothing).
 std::vector<std::string> other_attention_forms(const Corpus& corpus, const RenderSettings& settings) {
@@ -131,10 +134,11 @@ std::vector<Plan> plans_for(const Corpus& corpus, const RenderSettings& settings
   };
   std::vector<Plan> plans = {
       {"fresh-instance", "exact", "the same case from a newly constructed model and decoder", render_alone, settings},
-      {"batch-front", "exact", "the case first in a batch with 2 other images",
-       [](Renderer& r, const Case& c) { return r.render_in_batch(c, kBatchCompanions, 0); }, settings},
-      {"batch-back", "exact", "the case last in a batch with 2 other images",
-       [](Renderer& r, const Case& c) { return r.render_in_batch(c, kBatchCompanions, kBatchCompanions); }, settings},
+      {"batch-front", "exact", "the case first in a batch of 2 more images than its request's",
+       [](Renderer& r, const Case& c) { return r.render_in_batch(c, restated_companions(c), 0); }, settings},
+      {"batch-back", "exact", "the case last in a batch of 2 more images than its request's",
+       [](Renderer& r, const Case& c) { return r.render_in_batch(c, restated_companions(c), restated_companions(c)); },
+       settings},
   };
   if (!cuda) {
     const int default_threads = omp_get_max_threads();

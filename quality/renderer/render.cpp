@@ -116,7 +116,7 @@ Renderer::Loaded& Renderer::load(const Case& c) {
   return *loaded_;
 }
 
-RenderedCase Renderer::render(const Case& c) { return render_in_batch(c, 0, 0); }
+RenderedCase Renderer::render(const Case& c) { return render_in_batch(c, c.batch - 1, 0); }
 
 RenderedCase Renderer::render_in_batch(const Case& c, int companions, int position) {
   Loaded& loaded = load(c);
@@ -139,6 +139,7 @@ RenderedCase Renderer::render_in_batch(const Case& c, int companions, int positi
   rendered.latent = Tensor({1, result.latents.dim(1), result.latents.dim(2), result.latents.dim(3)});
   std::memcpy(rendered.latent.ptr(), result.latents.ptr() + position * per_image, per_image * sizeof(float));
   rendered.image = result.images.at(static_cast<size_t>(position));
+  rendered.request_images = static_cast<int>(result.images.size());
   return rendered;
 }
 

@@ -41,6 +41,7 @@ class Renderer {
   ~Renderer();
   const RenderSettings& settings() const { return settings_; }
 
+  // The case as its corpus asks: its image first in a request of c.batch images.
   RenderedCase render(const Case& c);
   // `c` rendered in one batch with `companions` other images (other labels and seeds, same
   // sampler settings), placed at `position` in the batch: an exact restatement of render(c).

@@ -3,8 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "quality/contract.h"
@@ -48,6 +54,7 @@ TEST(Corpus, ParsesCasesSkippingCommentsAndBlankLines) {
   EXPECT_DOUBLE_EQ(a.cfg_scale, 4.0);
   EXPECT_TRUE(a.critical);
   EXPECT_EQ(a.vae, "tiny");
+  EXPECT_EQ(a.batch, 1);  // the default: the case's image alone
   EXPECT_EQ(corpus.at("b").line, 4);
   EXPECT_EQ(corpus.critical_ids(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(corpus.sha256.size(), 64u);
@@ -76,12 +83,20 @@ TEST(Corpus, NamesTheLineOfEveryMalformedCase) {
        "\"seed\" must be a non-negative integer"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "\"tiny\"", "\"big\""), "vae must be"},
       {replaced(replaced(kGood, "\"a\"", "\"b\""), "}", ", \"stpes\": 3}"), "unknown field \"stpes\""},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "}", ", \"batch\": 0}"), "\"batch\" must be an integer in [1, 64]"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "}", ", \"batch\": 65}"), "\"batch\" must be an integer in [1, 64]"},
+      {replaced(replaced(kGood, "\"a\"", "\"b\""), "}", ", \"batch\": 2.5}"), "\"batch\" must be an integer"},
   };
   for (const Bad& bad : cases) {
     const std::string message = error_of(prefix + bad.line + "\n");
     EXPECT_NE(message.find("corpus.jsonl:3: "), std::string::npos) << message;
     EXPECT_NE(message.find(bad.expected), std::string::npos) << message;
   }
+}
+
+TEST(Corpus, ReadsABatchedCase) {
+  const Corpus corpus = parse_corpus(replaced(kGood, "}", ", \"batch\": 32}") + "\n", "corpus.jsonl");
+  EXPECT_EQ(corpus.at("a").batch, 32);
 }
 
 TEST(Corpus, RejectsDuplicateIdsNamingBothLines) {
@@ -117,7 +132,7 @@ TEST(Corpus, GpuCorpusSpansTheRequiredSettings) {
 
 TEST(Corpus, CommittedCorporaAgreeWithTheContractsCriticalCases) {
   const Contract contract = load_contract(DIT_QUALITY_SOURCE_DIR "/contract.json");
-  for (const char* name : {"cases.jsonl", "cases_cpu.jsonl"}) {
+  for (const char* name : {"cases.jsonl", "cases_cpu.jsonl", "cases_fp16_batch.jsonl"}) {
     const Corpus corpus = load_corpus(std::string(DIT_QUALITY_SOURCE_DIR "/") + name);
     std::vector<std::string> listed = contract.critical_cases_of(corpus.name);
     std::vector<std::string> flagged = corpus.critical_ids();
@@ -126,6 +141,48 @@ TEST(Corpus, CommittedCorporaAgreeWithTheContractsCriticalCases) {
     EXPECT_EQ(listed, flagged) << name;
     EXPECT_FALSE(flagged.empty()) << name;
   }
+}
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A lane whose objective times N images a request (BM_E2E_Images/image:S/images:N) is gated by a
+// corpus with a critical case of S pixels in a request of N images: the rows a pass the lane makes
+// faster are the rows its gate scores against the golden and the fp32 reference, not only
+// against the best's outputs.
+TEST(Corpus, EveryBatchedLaneIsGatedAtItsBatch) {
+  std::map<std::string, std::string> corpus_of_set;
+  const std::string cmake = text_of(DIT_QUALITY_SOURCE_DIR "/CMakeLists.txt");
+  const std::regex gate(R"(dit_add_gate\(SET ([A-Za-z0-9_-]+) CORPUS ([A-Za-z0-9_.]+))");
+  for (auto it = std::sregex_iterator(cmake.begin(), cmake.end(), gate); it != std::sregex_iterator(); ++it)
+    corpus_of_set[(*it)[1]] = (*it)[2];
+  ASSERT_TRUE(corpus_of_set.count("fp16-batch")) << "quality/CMakeLists.txt declares no fp16-batch gate set";
+
+  const nlohmann::json config = nlohmann::json::parse(text_of(DIT_QUALITY_SOURCE_DIR "/../config/autoresearch.json"));
+  const std::regex batched(R"(BM_E2E_Images/image:([0-9]+)/images:([0-9]+))");
+  int lanes = 0;
+  for (const auto& [name, lane] : config.at("lanes").items()) {
+    std::smatch shape;
+    const std::string objective = lane.at("objective").at("name").get<std::string>();
+    if (!std::regex_search(objective, shape, batched)) continue;
+    ++lanes;
+    std::string set;
+    for (const auto& command : lane.at("record_baseline_commands"))
+      for (size_t i = 0; i + 1 < command.size(); ++i)
+        if (command[i] == "--set") set = command[i + 1];
+    ASSERT_TRUE(corpus_of_set.count(set)) << "lane " << name << " records gate set '" << set << "'";
+    const Corpus corpus = load_corpus(std::string(DIT_QUALITY_SOURCE_DIR "/") + corpus_of_set.at(set));
+    const bool covered = std::any_of(corpus.cases.begin(), corpus.cases.end(), [&](const Case& c) {
+      return c.critical && c.image_size == std::stoi(shape[1]) && c.batch == std::stoi(shape[2]);
+    });
+    EXPECT_TRUE(covered) << "lane " << name << " times " << objective << " but gate set " << set << " (" << corpus.name
+                         << ") has no critical case of that size and batch";
+  }
+  EXPECT_GE(lanes, 1) << "no lane times a batch of images: the check checked nothing";
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "quality/corpus.h"
 #include "quality/renderer/render.h"
+#include "quality/store.h"
 #include "tests/support/scratch_directory.h"
 
 namespace dit::quality::test {
@@ -37,6 +38,21 @@ TEST(SecondRenderBeside, OnTheGpuOnly) {
   EXPECT_TRUE(second_render_beside(settings));
   settings.backend = Backend::cpu;
   EXPECT_FALSE(second_render_beside(settings));
+}
+
+TEST(Renderer, RendersABatchedCaseFirstInARequestOfItsBatch) {
+  Case c = load_corpus(DIT_QUALITY_SOURCE_DIR "/cases_cpu.jsonl").cases.front();
+  Renderer renderer(cpu_settings());
+  const RenderedCase alone = renderer.render(c);
+  EXPECT_EQ(alone.request_images, 1);
+  c.batch = 3;
+  const RenderedCase batched = renderer.render(c);
+  EXPECT_EQ(batched.request_images, 3);
+  const RenderedCase restated = renderer.render_in_batch(c, 2, 0);
+  EXPECT_EQ(restated.request_images, 3);
+  EXPECT_TRUE(identical_bytes(batched, restated));
+  // The CPU reference computes every row alone: the batch leaves the case's own image as it was.
+  EXPECT_TRUE(identical_bytes(batched, alone));
 }
 
 TEST(RenderCorpus, OnTheCpuTheSecondRenderStartsAfterEveryCaseIsWritten) {

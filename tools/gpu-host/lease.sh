@@ -21,7 +21,8 @@
 # Stages (default: build,record,test,sbs,session,figures), each timed in .lease/stages.tsv:
 #   build     cmake --preset a5500 and a full build
 #   calibrate dit-quality-render calibrate of each GPU gate set, all at once (LEASE_CALIBRATE_SETS,
-#             default session,fp16-session,bf16-session,fp16,fp16-512,gpu) with --write-contract: the floors of
+#             default session,fp16-session,bf16-session,fp16,fp16-512,fp16-batch,gpu) with
+#             --write-contract: the floors of
 #             this GPU into quality/contract.json, the data into quality/calibration/
 #             <gpu>-<set>.json, both committed in the host's tree ("lease: calibrated ..."), so
 #             the record, test and session stages judge under them; packed in logs.tgz (calibration/)
@@ -185,7 +186,7 @@ cd "$work" && . .deps/env.sh && cd "$work/tree" || { touch "$work/done"; exit 2;
 # bubblewrap, when tools/gpu-host/stage-sandbox.sh staged it: dit-ar's sandbox.
 [ -x "$work/.deps/root/usr/bin/bwrap" ] && export PATH="$work/.deps/root/usr/bin:$PATH"
 tree=$PWD
-LEASE_CALIBRATE_SETS=${LEASE_CALIBRATE_SETS:-session,fp16-session,bf16-session,fp16,fp16-512,gpu}
+LEASE_CALIBRATE_SETS=${LEASE_CALIBRATE_SETS:-session,fp16-session,bf16-session,fp16,fp16-512,fp16-batch,gpu}
 build=build/a5500
 baseline=$tree/$build/quality-baseline
 mkdir -p "$work/logs"
