@@ -9,7 +9,11 @@
 
 namespace dit::bench {
 
-EngineOptions environment_engine_options() { return engine_options_from(std::getenv); }
+EngineOptions environment_engine_options() {
+  EngineOptions options = engine_options_from(std::getenv);
+  if (const char* form = std::getenv("DIT_ATTENTION")) options.attention = form;
+  return options;
+}
 
 DitWeights bench_weights(const EngineChoice& choice, const ModelConfig& config) {
   if (choice.weights_path.empty()) return DitWeights::random(config, choice.weights_seed);

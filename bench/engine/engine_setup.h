@@ -21,8 +21,12 @@ namespace dit::bench {
 constexpr uint64_t kBenchWeightsSeed = 20261129;
 
 // The engine switches of a benchmark process, from its environment (DIT_CUDA_GRAPHS=0,
-// DIT_VAE_FUSED_BIAS=0, DIT_GEMM_PLAN=off|FILE: model/engine_options.h), so that one build can
-// time both sides of a switch (tools/gpu-host/ab.sh --env-b).
+// DIT_VAE_FUSED_BIAS=0, DIT_GEMM_PLAN=off|FILE: model/engine_options.h; and DIT_ATTENTION=FORM,
+// the DiT's attention as one kernel, flash, tiled or naive, instead of the engine's choice, which
+// make_model refuses where the precision or head size lacks it), so that one build can time both
+// sides of a switch (tools/gpu-host/ab.sh --env-b DIT_ATTENTION=flash: the kernel against cuDNN's
+// fused attention where the engine picks it). The performance gate gives no DIT_* variable to a
+// lane's benchmark processes.
 EngineOptions environment_engine_options();
 
 struct EngineChoice {

@@ -16,6 +16,7 @@
 
 #include "bench/support/bench_support.h"
 #include "core/sha256.h"
+#include "bench/engine/engine_setup.h"
 #include "bench/engine/model_costs.h"
 #include "model/config.h"
 #include "tests/support/test_support.h"
@@ -112,6 +113,17 @@ TEST(Quantile, InterpolatesBetweenOrderStatistics) {
   EXPECT_NEAR(quantile({10, 9, 8, 7, 6, 5, 4, 3, 2, 1}, 0.95), 9.55, 1e-12);
   EXPECT_DOUBLE_EQ(quantile({5}, 0.95), 5.0);
   EXPECT_TRUE(std::isnan(quantile({}, 0.5)));
+}
+
+TEST(EnvironmentEngineOptions, DitAttentionNamesTheAttentionForm) {
+  ::unsetenv("DIT_ATTENTION");
+  EXPECT_EQ(dit::bench::environment_engine_options().attention, "");
+  ::setenv("DIT_ATTENTION", "flash", 1);
+  EXPECT_EQ(dit::bench::environment_engine_options().attention, "flash");
+  ::setenv("DIT_GEMM_PLAN", "off", 1);  // the model's own switches still read beside it
+  EXPECT_EQ(dit::bench::environment_engine_options().gemm_plan, "off");
+  ::unsetenv("DIT_ATTENTION");
+  ::unsetenv("DIT_GEMM_PLAN");
 }
 
 TEST(ModelCosts, DitXl2ForwardMatchesThePublishedCount) {
