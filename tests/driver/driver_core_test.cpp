@@ -9,6 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "driver/config.h"
 #include "driver/ctest_results.h"
@@ -627,6 +630,29 @@ TEST(ExitCodes, EachDecisionExitsWithTheCodeTheDocumentsState) {
   EXPECT_EQ(kExitSetupError, 2);
 }
 
+// Each pid of `pids` still alive, with its name, state and parent from /proc/<pid>/stat: what
+// a failing sweep test prints, so that one failure says who kept the process (its parent).
+std::string describe_alive(const std::vector<int>& pids) {
+  std::string text;
+  for (int pid : pids) {
+    if (!process_alive(pid)) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t name_end = line.rfind(')');
+    std::istringstream rest(name_end == std::string::npos ? std::string() : line.substr(name_end + 1));
+    std::string state;
+    int parent = 0;
+    rest >> state >> parent;
+    const size_t name_start = line.find('(');
+    const std::string name =
+        name_start < name_end ? line.substr(name_start + 1, name_end - name_start - 1) : std::string("?");
+    text += " [pid " + std::to_string(pid) + " (" + name + ") state " + state + ", parent " + std::to_string(parent) +
+            (parent == ::getpid() ? ", this test" : "") + "]";
+  }
+  return text;
+}
+
 TEST(Process, TimeoutKillsTheWholeGroupAndEscapees) {
   become_subreaper();
   fs::path pids = scratch("pids.txt");
@@ -640,7 +666,7 @@ TEST(Process, TimeoutKillsTheWholeGroupAndEscapees) {
   int escapee = 0;
   std::ifstream(pids) >> escapee;
   ASSERT_GT(escapee, 0);
-  EXPECT_FALSE(process_alive(escapee)) << "the setsid grandchild survived";
+  EXPECT_FALSE(process_alive(escapee)) << "the setsid grandchild survived:" << describe_alive({escapee});
 }
 
 TEST(Process, ReportsExitCodesAndMissingPrograms) {
@@ -694,7 +720,7 @@ TEST(Process, ADriverKilledBySigkillLeavesNoProcess) {
   ASSERT_EQ(tree.size(), 3u) << "the stage did not start";
   ::kill(driver, SIGKILL);
   ::waitpid(driver, nullptr, 0);
-  EXPECT_TRUE(all_gone(tree, 5.0)) << "a process of the killed driver's stage is still alive";
+  EXPECT_TRUE(all_gone(tree, 5.0)) << "a process of the killed driver's stage is still alive:" << describe_alive(tree);
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
 }
 
@@ -752,7 +778,8 @@ TEST(Process, AKilledSupervisorsOrphansAreSweptByTheDriver) {
   int status = 0;
   ::waitpid(driver, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the driver's other child did not outlive the stage";
-  EXPECT_TRUE(all_gone({started[0]}, 5.0)) << "the setsid escapee of the killed supervisor's stage is still alive";
+  EXPECT_TRUE(all_gone({started[0]}, 5.0))
+      << "the setsid escapee of the killed supervisor's stage is still alive:" << describe_alive({started[0]});
   ::kill(started[0], SIGKILL);
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {}
 }
