@@ -5,7 +5,8 @@
 # when nvcc is present, else the `cpu` one; then the driver's tests and those of the parsers of
 # outside input under AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (workflow
 # `asan-cuda`, or `asan-cpu` without nvcc: only those targets are built); then the fuzz preset
-# (corpus replay and a bounded fuzzing run). The sanitized build runs beside the main tests.
+# (corpus replay and a bounded fuzzing run). The sanitized build runs beside the main tests, the
+# fuzz build beside the sanitized tests.
 set -eu
 cd "$(dirname "$0")/.."
 sh tools/install-deps.sh
@@ -37,8 +38,20 @@ if [ "$sanitized_status" -ne 0 ]; then
   exit 1
 fi
 [ "$main_tests" -eq 0 ] || { echo "the $main tests failed (exit $main_tests)"; exit "$main_tests"; }
-ctest --preset "$sanitized"
-cmake --workflow --preset fuzz
+# The fuzz workflow's configure and build run beside the sanitized tests in the same way.
+( nice -n 19 cmake --preset fuzz && nice -n 19 cmake --build --preset fuzz ) >build/fuzz-build.log 2>&1 &
+fuzz_build=$!
+sanitized_tests=0
+ctest --preset "$sanitized" || sanitized_tests=$?
+fuzz_status=0
+wait "$fuzz_build" || fuzz_status=$?
+if [ "$fuzz_status" -ne 0 ]; then
+  tail -n 60 build/fuzz-build.log
+  echo "the fuzz build failed (exit $fuzz_status): build/fuzz-build.log"
+  exit 1
+fi
+[ "$sanitized_tests" -eq 0 ] || { echo "the $sanitized tests failed (exit $sanitized_tests)"; exit "$sanitized_tests"; }
+ctest --preset fuzz
 # Every test preset run here wrote its JUnit where CMakePresets.json says (<build>/junit/<test
 # preset>.xml), as a CI pipeline publishing them expects.
 for junit in "build/$main/junit/$main.xml" "build/$sanitized_configure/junit/$sanitized.xml" build/fuzz/junit/fuzz.xml; do
