@@ -18,39 +18,33 @@ else
   echo "nvcc not found: building the CPU backend only (CUDA code not compiled)"
   main=cpu sanitized=asan-cpu sanitized_configure=asan
 fi
-# The same steps as `cmake --workflow --preset $main` and then `$sanitized`, except that the
-# sanitized build runs beside the main tests at the lowest CPU priority: those tests spend much of
-# their time in the driver fixture's timed sleeps, and a build at nice 19 takes only the cores
-# they leave idle. Its output goes to build/sanitized-build.log, shown when it fails.
+# The same steps as `cmake --workflow --preset $main`, then `$sanitized`, then `fuzz`, except that
+# each next tree is configured and built beside the tests before it, at the lowest CPU priority:
+# those tests spend much of their time in the driver fixture's timed sleeps, and a build at nice
+# 19 takes only the cores they leave idle. Its output goes to build/<configure preset>-build.log,
+# shown when it fails.
+# tests_beside_build TEST_PRESET CONFIGURE_PRESET BUILD_PRESET: runs the one beside the other and
+# fails on either, the build's failure first.
+tests_beside_build() {
+  log="build/$2-build.log"
+  ( nice -n 19 cmake --preset "$2" && nice -n 19 cmake --build --preset "$3" ) >"$log" 2>&1 &
+  build_pid=$!
+  tests_status=0
+  ctest --preset "$1" || tests_status=$?
+  build_status=0
+  wait "$build_pid" || build_status=$?
+  if [ "$build_status" -ne 0 ]; then
+    tail -n 60 "$log"
+    echo "the $3 build failed (exit $build_status): $log"
+    exit 1
+  fi
+  [ "$tests_status" -eq 0 ] || { echo "the $1 tests failed (exit $tests_status)"; exit "$tests_status"; }
+}
 cmake --preset "$main"
 cmake --build --preset "$main"
 mkdir -p build
-( nice -n 19 cmake --preset "$sanitized_configure" && nice -n 19 cmake --build --preset "$sanitized" ) \
-  >build/sanitized-build.log 2>&1 &
-sanitized_build=$!
-main_tests=0
-ctest --preset "$main" || main_tests=$?
-sanitized_status=0
-wait "$sanitized_build" || sanitized_status=$?
-if [ "$sanitized_status" -ne 0 ]; then
-  tail -n 60 build/sanitized-build.log
-  echo "the $sanitized build failed (exit $sanitized_status): build/sanitized-build.log"
-  exit 1
-fi
-[ "$main_tests" -eq 0 ] || { echo "the $main tests failed (exit $main_tests)"; exit "$main_tests"; }
-# The fuzz workflow's configure and build run beside the sanitized tests in the same way.
-( nice -n 19 cmake --preset fuzz && nice -n 19 cmake --build --preset fuzz ) >build/fuzz-build.log 2>&1 &
-fuzz_build=$!
-sanitized_tests=0
-ctest --preset "$sanitized" || sanitized_tests=$?
-fuzz_status=0
-wait "$fuzz_build" || fuzz_status=$?
-if [ "$fuzz_status" -ne 0 ]; then
-  tail -n 60 build/fuzz-build.log
-  echo "the fuzz build failed (exit $fuzz_status): build/fuzz-build.log"
-  exit 1
-fi
-[ "$sanitized_tests" -eq 0 ] || { echo "the $sanitized tests failed (exit $sanitized_tests)"; exit "$sanitized_tests"; }
+tests_beside_build "$main" "$sanitized_configure" "$sanitized"
+tests_beside_build "$sanitized" fuzz fuzz
 ctest --preset fuzz
 # Every test preset run here wrote its JUnit where CMakePresets.json says (<build>/junit/<test
 # preset>.xml), as a CI pipeline publishing them expects.
