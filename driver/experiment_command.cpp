@@ -91,21 +91,6 @@ void print_report(std::ostream& out, ProgressReporter& progress, const Experimen
   if (!progress.json()) print_result_block(out, fields, json, extra);
 }
 
-// What makes `head` REJECTED without a build: a locked path changed, or a path outside
-// mutable_paths.
-std::vector<std::string> scope_violations(SessionContext& context, const nlohmann::json& session,
-                                          const std::string& best, const std::string& head) {
-  GitRepository& repository = *context.repository;
-  std::vector<std::string> violations =
-      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
-  for (const auto& path : repository.changed_paths(best, head)) {
-    bool allowed = false;
-    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
-    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
-  }
-  return violations;
-}
-
 // --dry-run: every check `experiment` makes before it builds, then what it would run, and nothing
 // else: no run folder, no recovery of an interrupted run (named instead), no build, no record.
 // Exit 0 when the commit would be judged, 5 when it would be REJECTED (as the real run would).

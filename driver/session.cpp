@@ -141,6 +141,19 @@ std::vector<std::string> lock_violations(const nlohmann::json& locks, const nloh
   return violations;
 }
 
+std::vector<std::string> scope_violations(const SessionContext& context, const nlohmann::json& session,
+                                          const std::string& best, const std::string& head) {
+  const GitRepository& repository = *context.repository;
+  std::vector<std::string> violations =
+      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
+  for (const auto& path : repository.changed_paths(best, head)) {
+    bool allowed = false;
+    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
+    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
+  }
+  return violations;
+}
+
 void require_branch_and_clean_tree(const SessionContext& context, const nlohmann::json& session) {
   std::string expected = session.at("branch");
   auto branch = context.repository->current_branch();

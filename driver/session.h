@@ -57,6 +57,11 @@ std::string calibrate_command(const Config& config, const Lane& lane, const std:
 nlohmann::json compute_locks(const Config& config, const GitRepository& repository, const std::string& commit);
 // "config/autoresearch.json changed (blob 1a2b3c4d -> 5e6f7a8b)" for each lock that moved.
 std::vector<std::string> lock_violations(const nlohmann::json& locks, const nlohmann::json& now);
+// What makes `head` REJECTED before anything is built, for `dit-ar experiment` and each worker of
+// `dit-ar work` alike: a locked path (session "locks") that differs at `head`, or a path changed
+// from `best` that lies under no mutable path.
+std::vector<std::string> scope_violations(const SessionContext& context, const nlohmann::json& session,
+                                          const std::string& best, const std::string& head);
 
 // The session's branch must be checked out and the working tree clean (exit 2 otherwise).
 void require_branch_and_clean_tree(const SessionContext& context, const nlohmann::json& session);

@@ -262,19 +262,6 @@ struct WorkerOptions {
   int lock_fd = -1;
 };
 
-std::vector<std::string> scope_violations(SessionContext& context, const nlohmann::json& session,
-                                          const std::string& best, const std::string& head) {
-  GitRepository& repository = *context.repository;
-  std::vector<std::string> violations =
-      lock_violations(session.at("locks"), compute_locks(context.config, repository, head));
-  for (const auto& path : repository.changed_paths(best, head)) {
-    bool allowed = false;
-    for (const auto& prefix : context.config.mutable_paths) allowed = allowed || path_within(path, prefix);
-    if (!allowed) violations.push_back("out of scope: " + path + " is not under a mutable path");
-  }
-  return violations;
-}
-
 // The stages of `dit-ar experiment` between its checks and its recording (experiment_command.cpp,
 // run_experiment), in the same order, on the worker's trees: the scope check (REJECTED, nothing
 // built), the judge's and the best's builds, the candidate's tree, run_commit, the guard's checks

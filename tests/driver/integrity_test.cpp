@@ -1,5 +1,5 @@
 // Unit tests of what keeps the judge honest: test-set signatures, file hash lists, the byte
-// snapshots of the records, git tree comparison and the sandbox's command line.
+// snapshots of the records, git tree comparison, the scope check and the sandbox's command line.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +22,7 @@
 #include "driver/parallel.h"
 #include "driver/protection.h"
 #include "driver/sandbox.h"
+#include "driver/session.h"
 #include "tests/support/scratch_directory.h"
 #include "tests/support/test_support.h"
 
@@ -273,6 +274,58 @@ TEST(GitTrees, CompareTreeAndSnapshotsSeeWhatARunChanged) {
   write(repository_dir / "tests/planted.cmake", "planted\n");
   repository.restore_paths(commit, {"tests/t.cmake", "tests/planted.cmake"});
   EXPECT_TRUE(repository.dirty_paths().empty());
+}
+
+// The check both `dit-ar experiment` and `dit-ar work` make before building: a commit that edits
+// only mutable paths passes; one that edits a locked path, the contract or a path outside every
+// mutable folder is named, each path once; a folder prefix matches whole components only.
+TEST(ScopeCheck, LockedAndOutOfScopePathsAreNamed) {
+  dit::test::ScratchDirectory scratch;
+  const fs::path repository_dir = scratch.path() / "repo";
+  write(repository_dir / "model/a.cpp", "int a;\n");
+  write(repository_dir / "quality/gate.cmake", "gate\n");
+  write(repository_dir / "quality/contract.json", "{}\n");
+  write(repository_dir / "README.md", "readme\n");
+  ASSERT_TRUE(commit_everything(repository_dir, "init"));
+  SessionContext context{Config{}, repository_dir, std::make_unique<GitRepository>(repository_dir),
+                         StateDirectory(scratch.path() / "state")};
+  context.config.path = scratch.path() / "elsewhere/autoresearch.json";  // outside the tree: not locked
+  context.config.source_dir = repository_dir;
+  context.config.mutable_paths = {"model/"};
+  context.config.fixed_paths = {"quality/gate.cmake"};
+  context.config.contract = "quality/contract.json";
+  GitRepository& repository = *context.repository;
+  const std::string init = repository.head_commit();
+  const nlohmann::json session{{"locks", compute_locks(context.config, repository, init)}};
+  EXPECT_TRUE(scope_violations(context, session, init, init).empty());
+
+  write(repository_dir / "model/a.cpp", "int a = 1;\n");
+  write(repository_dir / "model/new.cu", "// new\n");
+  ASSERT_EQ(git(repository_dir, "add -A"), 0);
+  ASSERT_EQ(git(repository_dir, "commit -q -m engine"), 0);
+  const std::string engine = repository.head_commit();
+  EXPECT_TRUE(scope_violations(context, session, init, engine).empty());
+
+  write(repository_dir / "quality/gate.cmake", "gate, looser\n");
+  write(repository_dir / "quality/contract.json", "{\"floors\": {}}\n");
+  write(repository_dir / "README.md", "readme, edited\n");
+  write(repository_dir / "modelling/b.cpp", "int b;\n");
+  ASSERT_EQ(git(repository_dir, "add -A"), 0);
+  ASSERT_EQ(git(repository_dir, "commit -q -m everything"), 0);
+  const std::string everything = repository.head_commit();
+  const std::vector<std::string> violations = scope_violations(context, session, engine, everything);
+  const std::vector<std::string> out_of_scope = {"out of scope: README.md is not under a mutable path",
+                                                 "out of scope: modelling/b.cpp is not under a mutable path",
+                                                 "out of scope: quality/contract.json is not under a mutable path",
+                                                 "out of scope: quality/gate.cmake is not under a mutable path"};
+  for (const auto& expected : out_of_scope)
+    EXPECT_EQ(std::count(violations.begin(), violations.end(), expected), 1) << expected;
+  const auto locked = std::count_if(violations.begin(), violations.end(), [](const std::string& line) {
+    return line.rfind("locked path quality/gate.cmake changed since init (", 0) == 0 ||
+           line.rfind("locked path quality/contract.json changed since init (", 0) == 0;
+  });
+  EXPECT_EQ(locked, 2);
+  EXPECT_EQ(violations.size(), out_of_scope.size() + 2);
 }
 
 TEST(Sandbox, PrefixBindsOnlyTheWritableFoldersAndHidesTheRest) {
